@@ -1,0 +1,3 @@
+"""git pilot: decides, deterministically and locally, what reaches coding agents."""
+
+__version__ = "0.5.0"

@@ -1,0 +1,288 @@
+"""``git pilot check``: decide per check whether a recorded pass can be reused, run the rest quietly.
+
+Imported on the cache-hit hot path without click or pygit2: a hit costs one tree-id
+computation with stock git and one ``git cat-file --batch`` read of the note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitpilot import output
+from gitpilot.checks.records import CHECKS_REF, Record, judge, key_hash, new_record, parse_body, this_platform
+from gitpilot.config import CheckSpec, Config, load
+from gitpilot.errors import PilotError
+from gitpilot.repo import Repo
+from gitpilot.store.notes import NotesStore
+
+_TASK_RE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    force: bool = False
+    only: str | None = None
+    bail: bool = False
+    json: bool = False
+    explain: bool = False
+
+
+@dataclass
+class Outcome:
+    check: CheckSpec
+    result: str  # "pass" / "fail"
+    reused: Record | None = None
+    seconds: float = 0.0
+    exit_code: int | None = None
+    timed_out: bool = False
+    log_path: Path | None = None
+    log_size: int = 0
+    excerpt: list[str] = field(default_factory=list)
+    excerpt_shown: int = 0
+    excerpt_total: int = 0
+    passed_count: int | None = None
+    recorded: bool = False
+    not_recorded_reason: str = ""
+    flaky: bool = False
+    reason: str = ""
+    minutes: float = 0.0
+
+
+def current_task() -> str:
+    task = os.environ.get("GIT_PILOT_TASK", "")
+    return task if _TASK_RE.match(task) else "adhoc"
+
+
+def trusted_remotes(cfg: Config) -> frozenset[str]:
+    try:
+        return frozenset(cfg.get("share.trust"))
+    except KeyError:
+        return frozenset()
+
+
+def load_records(repo: Repo, tree: str) -> list[Record]:
+    """Local records for ``tree`` plus those of remote copies (tagged with the remote)."""
+    store = NotesStore(repo, CHECKS_REF)
+    return parse_body(store.read(tree))
+
+
+def run_checks(cwd: Path, opts: CheckOptions) -> int:
+    repo = Repo.discover(cwd)
+    workdir = repo.workdir
+    cfg = load(workdir)
+    for w in cfg.warnings:
+        output.err(f"warning: {w}")
+    checks = [cfg.check(opts.only)] if opts.only else list(cfg.checks)
+    if not checks:
+        raise PilotError("no checks configured: add [[check]] tables to .gitpilot.toml (git pilot init writes one)")
+    reuse_on = bool(cfg.get("leanloop.checks.reuse_unchanged_passes")) and bool(cfg.get("leanloop.enabled"))
+    tree = repo.worktree_tree_id()
+    records = load_records(repo, tree)
+    platform = this_platform()
+    trusted = trusted_remotes(cfg)
+    outcomes: list[Outcome] = []
+    to_record: list[Record] = []
+    progress = output.Progress()
+    progress.active = progress.active and not opts.json
+    email: str | None = None
+    run_dir: Path | None = None
+    for check in checks:
+        key = key_hash(check)
+        verdict = judge(records, check, key, platform, trusted)
+        if verdict.reusable is not None and reuse_on and not opts.force:
+            outcomes.append(Outcome(check, "pass", reused=verdict.reusable, flaky=verdict.flaky,
+                                    reason=verdict.reason))
+            continue
+        reason = verdict.reason
+        if opts.force:
+            reason = "ran: --force"
+        elif not reuse_on:
+            reason = "ran: reuse of passes is off in the config"
+        if run_dir is None:
+            run_dir = _new_run_dir(repo)
+        if email is None:
+            email = repo.config_get("user.email") or ""
+        outcome = _run_one(repo, cfg, check, run_dir, progress, reason, verdict.flaky)
+        outcomes.append(outcome)
+        after = repo.worktree_tree_id()
+        if after != tree:
+            outcome.not_recorded_reason = "not recorded: the check changed the working tree"
+            tree = after  # later checks are keyed by what they really see
+            records = load_records(repo, tree)
+        else:
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            to_record.append(new_record(check, key, outcome.result, outcome.seconds, outcome.exit_code,
+                                        email, when))
+            outcome.recorded = True
+            if outcome.result == "fail" and verdict.reusable is not None:
+                outcome.flaky = True
+            if outcome.result == "pass" and any(r.key == key and r.result == "fail" for r in records):
+                outcome.flaky = True
+        if outcome.result == "fail" and opts.bail:
+            break
+    progress.clear()
+    if to_record:
+        _store(repo, tree, to_record)
+    if run_dir is not None:
+        _prune_runs(run_dir.parent, int(cfg.get("leanloop.checks.keep_runs")))
+    if opts.json:
+        output.out(json.dumps(_as_json(tree, outcomes, opts), indent=2, sort_keys=True))
+    else:
+        for line in render(outcomes, opts.explain):
+            output.out(line)
+    return 1 if any(o.result == "fail" for o in outcomes) else 0
+
+
+def _store(repo: Repo, tree: str, recs: list[Record]) -> None:
+    # All records of one invocation land in one notes commit.
+    by_tree: dict[str, list[str]] = {tree: [r.to_line() for r in recs]}
+    NotesStore(repo, CHECKS_REF).add_lines(by_tree, f"git pilot: record {len(recs)} check result(s)")
+
+
+def _new_run_dir(repo: Repo) -> Path:
+    base = repo.pilot_dir / "checks" / current_task()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f".{time.time_ns() % 1_000_000_000:09d}"
+    run_dir = base / f"{stamp}-{os.getpid()}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "check"
+
+
+def log_file_name(check: CheckSpec) -> str:
+    return f"{check.index:02d}-{_safe_name(check.name)}.log"
+
+
+def _run_one(repo: Repo, cfg: Config, check: CheckSpec, run_dir: Path, progress: output.Progress,
+             reason: str, flaky: bool) -> Outcome:
+    from gitpilot.checks.runner import run_command
+
+    minutes = check.timeout_minutes if check.timeout_minutes is not None else cfg.get("leanloop.checks.timeout_minutes")
+    progress.start(check.name)
+    try:
+        res = run_command(check.run, repo.workdir, run_dir / log_file_name(check), float(minutes) * 60,
+                          tick=progress.tick)
+    finally:
+        progress.clear()
+    ok = res.exit_code == 0 and not res.timed_out
+    outcome = Outcome(check, "pass" if ok else "fail", seconds=res.seconds, exit_code=res.exit_code,
+                      timed_out=res.timed_out, log_path=res.log_path, log_size=res.log_size, reason=reason,
+                      flaky=flaky, minutes=float(minutes))
+    data = res.log_path.read_bytes()
+    from gitpilot.checks import excerpt as ex
+
+    if ok:
+        outcome.passed_count = ex.count_passed(data.decode("utf-8", "replace"))
+    else:
+        exc = ex.make_excerpt(data, int(cfg.get("leanloop.checks.failure_excerpt_lines")),
+                              int(cfg.get("leanloop.checks.failure_excerpt_bytes")))
+        outcome.excerpt, outcome.excerpt_shown, outcome.excerpt_total = list(exc.lines), exc.shown, exc.total
+    return outcome
+
+
+def _prune_runs(task_dir: Path, keep: int) -> None:
+    runs = sorted(p for p in task_dir.iterdir() if p.is_dir())
+    for old in runs[: max(0, len(runs) - max(keep, 1))]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def human_size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+def render(outcomes: list[Outcome], explain: bool) -> list[str]:
+    lines: list[str] = []
+    for o in outcomes:
+        cmd = o.check.run
+        if o.reused is not None:
+            r = o.reused
+            via = f" via {r.remote}" if r.remote else ""
+            lines.append(f"{output.paint('PASS', 'green')} {cmd} (reused: passed {r.time} by {r.email or r.host}{via})")
+        elif o.result == "pass":
+            count = f" · {o.passed_count} passed" if o.passed_count is not None else ""
+            lines.append(f"{output.paint('PASS', 'green')} {cmd} ({o.seconds:.1f}s){count}")
+        else:
+            if o.timed_out:
+                lines.append(f"{output.paint('FAIL', 'red')} {cmd} timed out after {o.minutes:g} min")
+            else:
+                lines.append(f"{output.paint('FAIL', 'red')} {cmd} exit {o.exit_code} ({o.seconds:.1f}s)")
+            lines.append(f"log: {o.log_path} ({human_size(o.log_size)})")
+            lines.append(f"excerpt: {o.excerpt_shown} of {o.excerpt_total} lines")
+            lines.extend(o.excerpt)
+        if o.flaky:
+            lines.append(f"flaky: {o.check.name} both passed and failed on this tree")
+        if o.not_recorded_reason:
+            lines.append(f"{o.not_recorded_reason} ({o.check.name})")
+        if explain:
+            lines.append(f"explain: {o.check.name}: {o.reason}")
+    passed = sum(1 for o in outcomes if o.result == "pass")
+    failed = [o for o in outcomes if o.result == "fail"]
+    summary = f"checks: {passed} passed, {len(failed)} failed"
+    reused = sum(1 for o in outcomes if o.reused is not None)
+    if reused:
+        summary += f" ({reused} reused)"
+    if failed:
+        summary += f" · full log: git pilot check --log {failed[0].check.name}"
+    lines.append(summary)
+    return lines
+
+
+def _as_json(tree: str, outcomes: list[Outcome], opts: CheckOptions) -> dict[str, Any]:
+    items = []
+    for o in outcomes:
+        item: dict[str, Any] = {
+            "name": o.check.name,
+            "command": o.check.run,
+            "result": o.result,
+            "reused": o.reused is not None,
+            "seconds": round(o.seconds, 3),
+            "exit": o.exit_code,
+            "timed_out": o.timed_out,
+            "flaky": o.flaky,
+            "recorded": o.recorded,
+            "reason": o.reason,
+        }
+        if o.reused is not None:
+            item["reused_from"] = {"time": o.reused.time, "email": o.reused.email, "host": o.reused.host,
+                                   "platform": o.reused.platform, "remote": o.reused.remote}
+        if o.passed_count is not None:
+            item["passed_count"] = o.passed_count
+        if o.result == "fail":
+            item.update({"log": str(o.log_path), "log_bytes": o.log_size, "excerpt": o.excerpt,
+                         "excerpt_lines": o.excerpt_shown, "log_lines": o.excerpt_total})
+        if o.not_recorded_reason:
+            item["not_recorded"] = o.not_recorded_reason
+        items.append(item)
+    return {
+        "tree": tree,
+        "checks": items,
+        "passed": sum(1 for o in outcomes if o.result == "pass"),
+        "failed": sum(1 for o in outcomes if o.result == "fail"),
+    }
+
+
+def latest_log(repo: Repo, cfg: Config, selector: str) -> Path:
+    """The stored log of a check's latest run (any task), for ``--log``."""
+    check = cfg.check(selector)
+    base = repo.pilot_dir / "checks"
+    name = log_file_name(check)
+    candidates = [p for p in base.glob(f"*/*/{name}")] if base.exists() else []
+    if not candidates:
+        raise PilotError(f"no stored log for check {check.name!r}: it has not run here (git pilot check --only {check.name})")
+    return max(candidates, key=lambda p: (p.parent.name, str(p)))

@@ -1,0 +1,1 @@
+"""One module per subcommand: parse the command line, call a plain function, return an int."""

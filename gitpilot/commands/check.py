@@ -1,0 +1,35 @@
+"""``git pilot check``: quiet checks with passes reused by tree id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("check")
+@click.option("--force", is_flag=True, help="Run every check, even those that passed on this tree.")
+@click.option("--only", metavar="NAME|N", help="Run one check, by name or number.")
+@click.option("--bail", is_flag=True, help="Stop after the first failing check.")
+@click.option("--log", "log", metavar="NAME|N", help="Print the full stored log of a check's latest run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--explain", is_flag=True, help="Say why each check was reused or run.")
+def command(force: bool, only: str | None, bail: bool, log: str | None, as_json: bool, explain: bool) -> int:
+    """Run the configured checks quietly; full logs stay on disk."""
+    from gitpilot.checks.engine import CheckOptions, run_checks
+
+    if log is not None:
+        return show_log(log)
+    return run_checks(Path.cwd(), CheckOptions(force=force, only=only, bail=bail, json=as_json, explain=explain))
+
+
+def show_log(selector: str) -> int:
+    from gitpilot import output
+    from gitpilot.checks.engine import latest_log
+    from gitpilot.config import load
+    from gitpilot.repo import Repo
+
+    repo = Repo.discover(Path.cwd())
+    path = latest_log(repo, load(repo.workdir), selector)
+    output.write(path.read_bytes())
+    return 0

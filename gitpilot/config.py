@@ -1,0 +1,294 @@
+"""Configuration: ``.gitpilot.toml`` (or a v0.4 ``.autopilot/config.json``), validated once.
+
+The only module that imports tomlkit (for edits that keep comments and order); reads use the
+stdlib ``tomllib``, which is cheap enough for hot paths. Every key is optional; ``SCHEMA``
+holds each key's type and default, and is the one place a capability adds its keys.
+Broken TOML names file, line and column; a wrong type names file, line and key; unknown
+keys are collected as warnings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitpilot.errors import PilotError
+
+TOML_NAME = ".gitpilot.toml"
+LEGACY_NAME = ".autopilot/config.json"
+
+# key -> (type, default). Types: bool, int, number, str, list[str], dict, or a tuple of
+# allowed string values.
+SCHEMA: dict[str, tuple[Any, Any]] = {
+    "leanloop.enabled": ("bool", True),
+    "leanloop.checks.timeout_minutes": ("number", 30),
+    "leanloop.checks.failure_excerpt_lines": ("int", 60),
+    "leanloop.checks.failure_excerpt_bytes": ("int", 6000),
+    "leanloop.checks.reuse_unchanged_passes": ("bool", True),
+    "leanloop.checks.keep_runs": ("int", 10),
+    "base_branch": ("str", ""),
+}
+
+# Keys of each [[check]] table.
+CHECK_SCHEMA: dict[str, tuple[Any, Any]] = {
+    "name": ("str", None),
+    "run": ("str", None),
+    "timeout_minutes": ("number", None),
+    "env": ("list[str]", []),
+    "reuse": (("same-platform", "any-platform"), "same-platform"),
+}
+
+_TYPE_WORDS = {
+    "bool": "true or false",
+    "int": "a whole number",
+    "number": "a number",
+    "str": "a string",
+    "list[str]": "a list of strings",
+    "dict": "a table",
+}
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One configured check."""
+
+    name: str
+    run: str
+    timeout_minutes: float | None = None
+    env: tuple[str, ...] = ()
+    reuse: str = "same-platform"
+    index: int = 0  # 1-based position in the config
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated configuration of one repository."""
+
+    values: Mapping[str, Any]
+    checks: tuple[CheckSpec, ...] = ()
+    source: str = "default"  # "toml", "v0.4" or "default"
+    path: Path | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        if key not in SCHEMA:
+            raise KeyError(f"unknown config key {key}")
+        default = SCHEMA[key][1]
+        return list(default) if isinstance(default, list) else default
+
+    def is_set(self, key: str) -> bool:
+        return key in self.values
+
+    def check(self, selector: str) -> CheckSpec:
+        """A check by name or 1-based number."""
+        for c in self.checks:
+            if c.name == selector or str(c.index) == selector:
+                return c
+        names = ", ".join(c.name for c in self.checks) or "none configured"
+        raise PilotError(f"no check named {selector!r} (checks: {names})")
+
+
+def load(root: Path) -> Config:
+    """Load the configuration of the worktree at ``root``."""
+    toml_path = root / TOML_NAME
+    try:
+        text = toml_path.read_bytes()
+    except FileNotFoundError:
+        legacy = root / LEGACY_NAME
+        try:
+            ltext = legacy.read_bytes()
+        except FileNotFoundError:
+            return Config(values={})
+        return _from_legacy(legacy, ltext)
+    except IsADirectoryError as exc:
+        raise PilotError(f"{toml_path}: is a directory, not a config file") from exc
+    return parse_toml(toml_path, text)
+
+
+def parse_toml(path: Path, data: bytes) -> Config:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PilotError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        where = f"{m.group(1)}:{m.group(2)}" if m else "?"
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise PilotError(f"{path}:{where}: invalid TOML: {msg}") from exc
+    return _validate(doc, path, text, "toml")
+
+
+def _camel_to_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+def _snake_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {_camel_to_snake(str(k)): _snake_keys(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_snake_keys(v) for v in obj]
+    return obj
+
+
+def legacy_to_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A v0.4 JSON config as the equivalent TOML document (snake_case keys, checks' run)."""
+    out: dict[str, Any] = _snake_keys(dict(doc))
+    checks = out.pop("checks", None)
+    if checks is not None:
+        if not isinstance(checks, list):
+            raise PilotError(f"{LEGACY_NAME}: 'checks' must be a list")
+        converted = []
+        for c in checks:
+            if isinstance(c, dict):
+                c = dict(c)
+                if "command" in c and "run" not in c:
+                    c["run"] = c.pop("command")
+            converted.append(c)
+        out["check"] = converted
+    return out
+
+
+def _from_legacy(path: Path, data: bytes) -> Config:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PilotError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise PilotError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    if not isinstance(doc, dict):
+        raise PilotError(f"{path}: the top level must be a JSON object")
+    return _validate(legacy_to_doc(doc), path, data.decode("utf-8"), "v0.4")
+
+
+def _line_of(text: str, key: str) -> str:
+    last = re.escape(key.rsplit(".", 1)[-1])
+    for n, line in enumerate(text.splitlines(), 1):
+        if re.match(rf'\s*"?{last}"?\s*[=:]', line):
+            return f"line {n}: "
+    return ""
+
+
+def _check_type(kind: Any, value: Any) -> bool:
+    if isinstance(kind, tuple):
+        return isinstance(value, str) and value in kind
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "dict":
+        return isinstance(value, dict)
+    raise AssertionError(f"unknown schema type {kind}")
+
+
+def _expected(kind: Any) -> str:
+    if isinstance(kind, tuple):
+        return "one of " + ", ".join(repr(k) for k in kind)
+    return str(_TYPE_WORDS[kind])
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for k, v in doc.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and SCHEMA.get(key, ("",))[0] != "dict":
+            flat.update(_flatten(v, key + "."))
+        else:
+            flat[key] = v
+    return flat
+
+
+def _validate(doc: Mapping[str, Any], path: Path, text: str, source: str) -> Config:
+    warnings: list[str] = []
+    doc = dict(doc)
+    raw_checks = doc.pop("check", [])
+    values: dict[str, Any] = {}
+    for key, value in sorted(_flatten(doc).items()):
+        if key not in SCHEMA:
+            warnings.append(f"{path}: unknown key '{key}' (ignored)")
+            continue
+        kind = SCHEMA[key][0]
+        if not _check_type(kind, value):
+            raise PilotError(
+                f"{path}: {_line_of(text, key)}key '{key}' must be {_expected(kind)}, not {_type_name(value)}"
+            )
+        values[key] = value
+    if not isinstance(raw_checks, list):
+        raise PilotError(f"{path}: {_line_of(text, 'check')}'check' must be an array of tables ([[check]])")
+    checks: list[CheckSpec] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_checks, 1):
+        if not isinstance(raw, dict):
+            raise PilotError(f"{path}: check {i} must be a table")
+        for need in ("name", "run"):
+            if need not in raw:
+                raise PilotError(f"{path}: check {i} has no '{need}'")
+        fields: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key not in CHECK_SCHEMA:
+                warnings.append(f"{path}: unknown key 'check.{key}' in check {i} (ignored)")
+                continue
+            kind = CHECK_SCHEMA[key][0]
+            if not _check_type(kind, value):
+                raise PilotError(
+                    f"{path}: {_line_of(text, key)}key 'check.{key}' of check {i} must be "
+                    f"{_expected(kind)}, not {_type_name(value)}"
+                )
+            fields[key] = value
+        if not fields["name"].strip() or "/" in fields["name"]:
+            raise PilotError(f"{path}: check {i} needs a non-empty name without '/'")
+        if fields["name"] in seen:
+            raise PilotError(f"{path}: two checks are named {fields['name']!r}")
+        seen.add(fields["name"])
+        checks.append(
+            CheckSpec(
+                name=fields["name"],
+                run=fields["run"],
+                timeout_minutes=fields.get("timeout_minutes"),
+                env=tuple(fields.get("env", [])),
+                reuse=fields.get("reuse", "same-platform"),
+                index=i,
+            )
+        )
+    return Config(values=values, checks=tuple(checks), source=source, path=path,
+                  warnings=tuple(warnings), raw=doc)
+
+
+# -- edits that keep comments and order (tomlkit) ------------------------------------------
+def edit_toml_file(path: Path, mutate: Callable[[Any], None]) -> bytes:
+    """Apply ``mutate`` to the tomlkit document of ``path`` and return the new bytes (not written)."""
+    import tomlkit
+
+    try:
+        doc = tomlkit.parse(path.read_text("utf-8")) if path.exists() else tomlkit.document()
+    except Exception as exc:  # tomlkit raises several error types
+        raise PilotError(f"{path}: invalid TOML: {exc}") from exc
+    mutate(doc)
+    return tomlkit.dumps(doc).encode("utf-8")
+
+
+def toml_dumps(doc: Mapping[str, Any]) -> str:
+    """Serialize a plain mapping as TOML (used by ``config migrate``)."""
+    import tomlkit
+
+    return tomlkit.dumps(doc)

@@ -1,0 +1,15 @@
+"""The errors a user can cause, each mapped to an exit code by the CLI's error handler."""
+
+from __future__ import annotations
+
+
+class PilotError(Exception):
+    """A problem the user can fix: printed as one line, exit code 1."""
+
+    exit_code = 1
+
+
+class UsageError(PilotError):
+    """The command line itself is wrong: exit code 2."""
+
+    exit_code = 2

@@ -1,0 +1,318 @@
+"""The Repo facade: the one module that imports pygit2.
+
+Paths come from one ``git rev-parse`` call, and everything on a hot path (tree ids, blob
+reads, ref updates) uses stock git, so a cache hit never pays pygit2's import (60-90 ms).
+pygit2 is imported lazily for object-level work: building trees and commits, diffs.
+"Not found" is ``None``; library errors become ``PilotError``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitpilot.errors import PilotError
+from gitpilot.gitrun import clean_env, first_line, run_git
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pygit2
+
+ZERO_OID = "0" * 40
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of a git tree: name (bytes, as git stores it), mode, object id."""
+
+    name: bytes
+    mode: int
+    oid: str
+
+    @property
+    def is_tree(self) -> bool:
+        return self.mode == 0o040000
+
+
+def _unsupported(stderr: str) -> str | None:
+    low = stderr.lower()
+    if "unknown repository extension" in low or "unknown repository extensions" in low:
+        names = [ln.strip() for ln in stderr.splitlines()[1:] if ln.strip()]
+        ext = ", ".join(names) or "unknown"
+        return f"this repository uses the git extension {ext}, which git pilot cannot open"
+    return None
+
+
+class Repo:
+    """A git repository (and the worktree we run in)."""
+
+    def __init__(self, root: Path | None, git_dir: Path, common_dir: Path) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self._pg: pygit2.Repository | None = None
+
+    # -- discovery -----------------------------------------------------------------
+    @classmethod
+    def discover(cls, path: str | Path = ".") -> Repo:
+        path = Path(path)
+        if not path.exists():
+            raise PilotError(f"no such directory: {path}")
+        proc = run_git(
+            ["rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-object-format",
+             "--is-bare-repository", "--show-toplevel"],
+            path,
+            check=False,
+        )
+        lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if proc.returncode != 0 and len(lines) < 4:
+            err = proc.stderr.decode("utf-8", "replace")
+            msg = _unsupported(err)
+            if msg:
+                raise PilotError(msg)
+            raise PilotError(f"not a git repository: {path.resolve()}")
+        git_dir = Path(lines[0])
+        common = Path(lines[1])
+        if not common.is_absolute():
+            common = (path / common).resolve()
+        if lines[2].strip() != "sha1":
+            raise PilotError(
+                f"this repository uses the git extension objectFormat={lines[2].strip()}, "
+                "which git pilot cannot open (only sha1 repositories are supported)"
+            )
+        # In a bare repository (or inside .git) --show-toplevel fails after the other answers.
+        root = Path(lines[4]) if proc.returncode == 0 and len(lines) > 4 and lines[4] else None
+        return cls(root, git_dir, common)
+
+    # -- places --------------------------------------------------------------------
+    @property
+    def pilot_dir(self) -> Path:
+        """Machine-local data shared by all worktrees: ``<git common dir>/pilot``."""
+        return self.common_dir / "pilot"
+
+    @property
+    def worktree_pilot_dir(self) -> Path:
+        """Files an agent in this worktree reads: ``<git dir>/pilot``."""
+        return self.git_dir / "pilot"
+
+    @property
+    def workdir(self) -> Path:
+        if self.root is None:
+            raise PilotError("this command needs a working tree (the repository is bare)")
+        return self.root
+
+    # -- stock git -----------------------------------------------------------------
+    def git(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+    ) -> bytes:
+        cwd = self.root if self.root is not None else self.git_dir
+        return run_git(list(args), cwd, input=input, env=env, check=check).stdout
+
+    def git_proc(
+        self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        cwd = self.root if self.root is not None else self.git_dir
+        return run_git(list(args), cwd, input=input, env=env, check=False)
+
+    def rev_parse(self, rev: str) -> str | None:
+        proc = self.git_proc("rev-parse", "--verify", "--quiet", "--end-of-options", rev)
+        out = proc.stdout.decode().strip()
+        return out if proc.returncode == 0 and out else None
+
+    def head(self) -> str | None:
+        return self.rev_parse("HEAD^{commit}")
+
+    def current_branch(self) -> str | None:
+        proc = self.git_proc("symbolic-ref", "--quiet", "--short", "HEAD")
+        out = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        return out if proc.returncode == 0 and out else None
+
+    def config_get(self, key: str) -> str | None:
+        proc = self.git_proc("config", "--get", key)
+        return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n") if proc.returncode == 0 else None
+
+    def ls_files(self, *pathspec: str) -> list[str]:
+        out = self.git("ls-files", "-z", "--", *pathspec)
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def index_blob_ids(self) -> dict[str, str]:
+        """Path -> blob id of every stage-0 index entry (``git ls-files -s``)."""
+        out = self.git("ls-files", "-s", "-z")
+        result: dict[str, str] = {}
+        for rec in out.split(b"\0"):
+            if not rec:
+                continue
+            meta, _, path = rec.partition(b"\t")
+            mode, oid, stage = meta.split(b" ")
+            if stage == b"0" and mode != b"160000":
+                result[path.decode("utf-8", "surrogateescape")] = oid.decode()
+        return result
+
+    def read_blob(self, oid: str) -> bytes | None:
+        proc = self.git_proc("cat-file", "blob", oid)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def write_blob(self, data: bytes) -> str:
+        return self.git("hash-object", "-w", "--stdin", input=data).decode().strip()
+
+    def cat_file_batch(self, specs: Sequence[str]) -> list[bytes | None]:
+        """Contents of each object named by ``specs`` (``rev:path`` forms allowed); None if missing."""
+        if not specs:
+            return []
+        data = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
+        out = self.git("cat-file", "--batch", input=data)
+        results: list[bytes | None] = []
+        pos = 0
+        for _ in specs:
+            nl = out.index(b"\n", pos)
+            header = out[pos:nl].split(b" ")
+            pos = nl + 1
+            if len(header) == 3 and header[1] in (b"blob", b"tree", b"commit", b"tag"):
+                size = int(header[2])
+                results.append(out[pos : pos + size])
+                pos += size + 1
+            else:
+                results.append(None)
+        return results
+
+    def update_ref(self, ref: str, new: str, old: str | None, message: str) -> bool:
+        """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``; False if it lost."""
+        proc = self.git_proc("update-ref", "-m", message, ref, new, old or ZERO_OID)
+        return proc.returncode == 0
+
+    def worktree_tree_id(self) -> str:
+        """Tree id of tracked plus untracked-not-ignored files as the working tree holds them.
+
+        Built in a copy of the index, so the user's index (and its lock) is never touched.
+        """
+        workdir = self.workdir
+        tmpdir = self.git_dir / "pilot" / "tmp"
+        tmpdir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="index-", dir=tmpdir)
+        os.close(fd)
+        try:
+            index = self.git_dir / "index"
+            if index.exists():
+                shutil.copyfile(index, tmp)
+            else:
+                os.unlink(tmp)
+            env = {"GIT_INDEX_FILE": tmp}
+            add = run_git(["add", "-A", "--", "."], workdir, env=env, check=False)
+            if add.returncode != 0:
+                raise PilotError(f"cannot read the working tree: {first_line(add.stderr)}")
+            return run_git(["write-tree"], workdir, env=env).stdout.decode().strip()
+        finally:
+            for leftover in (tmp, tmp + ".lock"):
+                try:
+                    os.unlink(leftover)
+                except FileNotFoundError:
+                    pass
+
+    def status_clean(self) -> bool:
+        """True when nothing tracked is modified and nothing untracked is unignored."""
+        return not self.git("status", "--porcelain", "-z", "--untracked-files=normal").strip()
+
+    # -- pygit2: object-level work -------------------------------------------------
+    def pygit2_repo(self) -> pygit2.Repository:
+        if self._pg is None:
+            import pygit2
+
+            try:
+                self._pg = pygit2.Repository(str(self.git_dir))
+            except pygit2.GitError as exc:
+                raise PilotError(self._open_error(str(exc))) from exc
+        return self._pg
+
+    def _open_error(self, message: str) -> str:
+        if self.config_get("core.splitindex") == "true":
+            return "this repository uses the split index (core.splitIndex), which git pilot cannot open"
+        ext = self.git_proc("config", "--get-regexp", r"^extensions\.").stdout.decode().strip()
+        if ext:
+            return f"this repository uses the git extension {ext.splitlines()[0]}, which git pilot cannot open"
+        return f"cannot open the repository: {message}"
+
+    def tree_entries(self, tree_oid: str) -> list[TreeEntry]:
+        import pygit2
+
+        pg = self.pygit2_repo()
+        try:
+            tree = pg[tree_oid]
+        except (KeyError, ValueError):
+            return []
+        if not isinstance(tree, pygit2.Tree):
+            return []
+        return [TreeEntry(_raw_name(e), int(e.filemode), str(e.id)) for e in tree]
+
+    def write_tree(self, entries: Iterable[TreeEntry]) -> str:
+        """Write a tree from entries (names unique); git sorts them."""
+        import pygit2
+
+        pg = self.pygit2_repo()
+        tb = pg.TreeBuilder()
+        for e in entries:
+            tb.insert(e.name.decode("utf-8", "surrogateescape"), pygit2.Oid(hex=e.oid), e.mode)
+        return str(tb.write())
+
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+        import pygit2
+
+        pg = self.pygit2_repo()
+        sig = self._signature()
+        oid = pg.create_commit(
+            None, sig, sig, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=p) for p in parents]
+        )
+        return str(oid)
+
+    def blob_data(self, oid: str) -> bytes | None:
+        """A blob's bytes through pygit2 (for loops that would otherwise spawn git per blob)."""
+        import pygit2
+
+        try:
+            obj = self.pygit2_repo()[oid]
+        except (KeyError, ValueError):
+            return None
+        return bytes(obj.data) if isinstance(obj, pygit2.Blob) else None
+
+    def create_blob(self, data: bytes) -> str:
+        return str(self.pygit2_repo().create_blob(data))
+
+    def commit_tree_of(self, commit: str) -> str | None:
+        return self.rev_parse(f"{commit}^{{tree}}")
+
+    def _signature(self) -> Any:
+        import pygit2
+
+        name = self.config_get("user.name") or "git pilot"
+        email = self.config_get("user.email") or "git-pilot@localhost"
+        when = os.environ.get("GIT_COMMITTER_DATE")
+        if when:
+            # Tests pin dates through git's own variable; honour "@<epoch> <tz>" and "<epoch> <tz>".
+            parts = when.lstrip("@").split()
+            try:
+                offset = _tz_minutes(parts[1]) if len(parts) > 1 else 0
+                return pygit2.Signature(name, email, int(parts[0]), offset)
+            except ValueError:
+                pass
+        return pygit2.Signature(name, email)
+
+
+def _tz_minutes(tz: str) -> int:
+    sign = -1 if tz.startswith("-") else 1
+    tz = tz.lstrip("+-")
+    return sign * (int(tz[:2]) * 60 + int(tz[2:4]))
+
+
+def _raw_name(entry: Any) -> bytes:
+    raw = getattr(entry, "raw_name", None)
+    if isinstance(raw, bytes):
+        return raw
+    return str(entry.name).encode("utf-8", "surrogateescape")

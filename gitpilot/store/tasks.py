@@ -1,0 +1,89 @@
+"""Task records: ``refs/pilot/tasks/<task-id>``, a commit chain whose trees hold the task's files.
+
+Each update is a new commit on the task ref (compare-and-swap, retried when another writer
+won), so a record's history is kept and two writers never lose each other's files.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+
+from gitpilot.errors import PilotError
+from gitpilot.repo import Repo, TreeEntry
+
+_ID = re.compile(r"^[0-9a-f]{8,64}$")
+_BLOB = 0o100644
+
+
+def task_id(task_text: str) -> str:
+    """The task id: blake3 hex of the task text (exact bytes, UTF-8)."""
+    import blake3
+
+    return blake3.blake3(task_text.encode("utf-8")).hexdigest()
+
+
+class TaskStore:
+    """Read and write task records."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    @staticmethod
+    def ref(tid: str) -> str:
+        if not _ID.match(tid):
+            raise PilotError(f"not a task id: {tid!r}")
+        return f"refs/pilot/tasks/{tid}"
+
+    def list_ids(self) -> list[str]:
+        out = self.repo.git("for-each-ref", "--format=%(refname)", "refs/pilot/tasks/")
+        return sorted(ln.rsplit("/", 1)[1] for ln in out.decode().splitlines() if ln.strip())
+
+    def tip(self, tid: str) -> str | None:
+        return self.repo.rev_parse(self.ref(tid))
+
+    def read(self, tid: str) -> dict[str, bytes] | None:
+        """The files of the task's latest record, or None when there is no record."""
+        tip = self.tip(tid)
+        return None if tip is None else self.read_commit(tip)
+
+    def read_commit(self, commit: str) -> dict[str, bytes] | None:
+        """The files of one record commit."""
+        tree = self.repo.commit_tree_of(commit)
+        if tree is None:
+            return None
+        names = self.repo.git("ls-tree", "-z", "--name-only", tree).split(b"\0")
+        paths = [n.decode("utf-8", "surrogateescape") for n in names if n]
+        bodies = self.repo.cat_file_batch([f"{tree}:{p}" for p in paths])
+        return {p: b for p, b in zip(paths, bodies, strict=True) if b is not None}
+
+    def read_file(self, tid: str, name: str) -> bytes | None:
+        tip = self.tip(tid)
+        if tip is None:
+            return None
+        return self.repo.cat_file_batch([f"{tip}:{name}"])[0]
+
+    def write(self, tid: str, files: Mapping[str, bytes | None], message: str) -> str:
+        """Set (or, with None, remove) files in the record; returns the new commit."""
+        return self.update(tid, lambda cur: {**cur, **files}, message)
+
+    def update(
+        self, tid: str, change: Callable[[dict[str, bytes]], Mapping[str, bytes | None]], message: str
+    ) -> str:
+        """Apply ``change`` to the current files in a new commit (CAS, retried on a lost race)."""
+        ref = self.ref(tid)
+        for attempt in range(100):
+            old = self.repo.rev_parse(ref)
+            current = (self.read_commit(old) or {}) if old else {}
+            new_files = {k: v for k, v in change(dict(current)).items() if v is not None}
+            entries = [TreeEntry(k.encode(), _BLOB, self.repo.create_blob(v)) for k, v in sorted(new_files.items())]
+            tree = self.repo.write_tree(entries)
+            if old is not None and self.repo.commit_tree_of(old) == tree:
+                return old
+            commit = self.repo.commit_tree(tree, [old] if old else [], message)
+            if self.repo.update_ref(ref, commit, old, message):
+                return commit
+            time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
+        raise PilotError(f"could not update {ref}: too many concurrent writers, try again")
