@@ -1,0 +1,588 @@
+"""Scoring Markdown sections against a task and choosing what fits the capsule's budget.
+
+Signals, all deterministic:
+- BM25 over each section's own part (heading path weighted up, file path words) and over its
+  whole subtree, so a parent whose substance sits in its subsections still scores;
+- the identifiers the task names (backticked names, CamelCase, snake_case, ``call()``, paths,
+  flags, numbered references), found verbatim, as strong pseudo-terms;
+- files whose path matches a path, directory or module the task names;
+- structural priors for what real tasks need but never name: how to run the tests, commit and
+  pull-request conventions, build/setup/development and style sections of rule files and of
+  developer-facing documents;
+- a damping of changelogs and release notes unless the task is about them.
+
+Sections within ``RELATIVE_CUT`` of the best score are taken greedily, best first, up to the
+excerpt budget; no single excerpt above ``max_section_bytes``; a parent is taken whole when its
+subsections are all relevant (or its substance is spread over them), otherwise only the
+subsections that matter. Cuts always fall on section boundaries.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gitpilot.context.markdown import SectionMap, range_text, sha256_text
+from gitpilot.context.text import Identifier, identifiers, named_paths, tokens
+
+K1 = 1.2
+B = 0.75
+SUBTREE_WEIGHT = 0.85
+RELATIVE_CUT = 0.4
+SYNONYM_WEIGHT = 0.35
+HEADING_WEIGHT = 3
+ID_WEIGHT = {"ref": 3.0, "path": 2.0}
+DEFAULT_ID_WEIGHT = 2.0
+PRIOR_SHARE = 0.45  # of the excerpt budget at most goes to sections chosen by a prior alone
+PRIOR_PER_CLASS = 2
+LEFT_OUT_LISTED = 20
+MANIFEST_LEFT_OUT = 400
+
+# Words that mean much the same in software documentation; a task often says one, the docs another.
+_SYNONYM_GROUPS = (
+    "config configuration configure settings setting options option preferences",
+    "remove delete drop erase purge",
+    "error failure fail exception crash panic",
+    "auth authentication login signin sign-in credential token",
+    "doc docs documentation guide manual",
+    "speed performance fast slow latency",
+    "test tests testing spec specs check checks",
+    "install installation setup set-up",
+    "run execute invoke launch start",
+    "build compile bundle",
+    "commit commits changeset",
+    "pr pull-request merge-request",
+    "dependency dependencies package packages library libraries",
+    "env environment variable variables",
+    "dir directory folder",
+    "repo repository",
+    "cli command commands flag flags argument arguments",
+    "bug defect regression issue",
+    "upgrade update migrate migration",
+    "lint linter linting format formatting style",
+    "log logs logging",
+    "cache caching cached",
+    "user users account accounts",
+    "permission permissions access role roles",
+    "api endpoint endpoints route routes",
+    "db database",
+    "deploy deployment release publish",
+)
+
+_CLASSES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
+    ("testing", 0.85, re.compile(r"\b(tests?|testing|test suite|unit tests?|specs?|pytest|check(s)? before|verif(y|ication))\b", re.I)),
+    ("commits", 0.75, re.compile(
+        r"\b(commits?|commit messages?|pull requests?|PRs?|merge requests?|submitting|submissions?|code review|"
+        r"changelog entr(y|ies)|changesets?|sign-?offs?|DCO|branch(es|ing)?|git workflow|workflow)\b", re.I)),
+    ("development", 0.6, re.compile(
+        r"\b(build(ing)?|setup|set(ting)? up|development|developing|dev environment|local dev\w*|"
+        r"prerequisites|tooling|bootstrap\w*|running locally|quick ?start|hacking)\b", re.I)),
+    ("style", 0.6, re.compile(
+        r"\b(code style|coding (style|standards|conventions|guidelines)|style guide|conventions|lint(ing|ers?)?|"
+        r"format(ting|ters?)?|guidelines)\b", re.I)),
+)
+_DEV_FILE = re.compile(
+    r"(^|/)(contributing|development|developing|developers?|hacking|building|dev[-_]?guide|dev[-_]?docs|"
+    r"maintainers?|internals|testing|conventions|style[-_]?guide|workflow|agents|claude)([-_./]|$)", re.I)
+_CHANGELOG = re.compile(r"(^|/)(change[-_]?log|changes|history|news|release[-_]?notes?|releases)([-_./]|$)", re.I)
+_CHANGELOG_TASK = {"changelog", "releas", "release", "version", "news", "history"}
+_GENERIC_DIRS = frozenset(
+    "src lib libs source sources app apps pkg pkgs packages internal cmd docs doc test tests spec "
+    "specs main core common util utils include bin scripts".split()
+)
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One candidate Markdown file: its section map and exact lines."""
+
+    path: str
+    smap: SectionMap
+    lines: Sequence[str]
+    rule: bool = False  # a rule file (instruction, memory, CONTRIBUTING, SECURITY, configured)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One excerpt: a contiguous line range of one file, cut at section boundaries."""
+
+    path: str
+    start: int
+    end: int
+    heading: str
+    score: float
+    signals: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    path: str
+    heading: str
+    start: int
+    end: int
+    sha256: str
+    score: float
+    reason: str
+
+
+@dataclass
+class Selection:
+    picks: list[Pick]
+    left_out: list[LeftOut]
+    left_out_total: int
+    query_terms: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Node:
+    doc: int
+    sec: int
+    own_tf: Counter[str]
+    own_len: int
+    sub_tf: dict[str, int] = field(default_factory=dict)
+    sub_len: int = 0
+    score: float = 0.0
+    base: float = 0.0
+    own_score: float = 0.0
+    prior: str = ""
+    signals: list[str] = field(default_factory=list)
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+def _synonyms() -> dict[str, list[str]]:
+    table: dict[str, list[str]] = {}
+    for group in _SYNONYM_GROUPS:
+        stems = sorted({t for w in group.split() for t in tokens(w.replace("-", " "))})
+        for s in stems:
+            table.setdefault(s, [])
+            table[s].extend(x for x in stems if x != s and x not in table[s])
+    return table
+
+
+def query_weights(task: str) -> dict[str, float]:
+    """Task tokens (weight 1, a little more when repeated) and their synonyms (weaker)."""
+    counts = Counter(tokens(task))
+    weights = {t: 1.0 + 0.25 * math.log(c) for t, c in counts.items()}
+    syn = _synonyms()
+    for t in sorted(counts):
+        for s in syn.get(t, ()):
+            weights.setdefault(s, SYNONYM_WEIGHT)
+    return weights
+
+
+def _path_words(path: str) -> list[str]:
+    stemless = path.rsplit(".", 1)[0] if "/" not in path.rsplit(".", 1)[-1] else path
+    parts = [p for p in stemless.split("/") if p.lower() not in _GENERIC_DIRS]
+    return tokens(" ".join(parts))
+
+
+def _build_nodes(docs: Sequence[Doc], excluded: Mapping[str, Sequence[tuple[int, int]]]) -> list[_Node]:
+    nodes: list[_Node] = []
+    for d, doc in enumerate(docs):
+        path_tokens = _path_words(doc.path)
+        title_tokens = [tokens(s.title) for s in doc.smap.sections]
+        for sec in doc.smap.sections:
+            if sec.withheld or _covered(excluded.get(doc.path, ()), sec.start, sec.end):
+                continue
+            tf: Counter[str] = Counter(tokens(range_text(doc.lines, sec.start + (1 if sec.level else 0), sec.body_end)))
+            for t in title_tokens[sec.index]:
+                tf[t] += HEADING_WEIGHT
+            anc = sec.parent
+            while anc is not None:
+                tf.update(title_tokens[anc])
+                anc = doc.smap.sections[anc].parent
+            tf.update(path_tokens)
+            nodes.append(_Node(d, sec.index, tf, max(1, sum(tf.values()))))
+    return nodes
+
+
+def _covered(ranges: Sequence[tuple[int, int]], start: int, end: int) -> bool:
+    return any(a <= start and end <= b for a, b in ranges)
+
+
+def _count_identifiers(docs: Sequence[Doc], nodes: list[_Node], ids: Sequence[Identifier]) -> list[str]:
+    """Add each identifier's matches in a section's own part as a pseudo-term; returns the term names."""
+    where: dict[tuple[int, int], _Node] = {(n.doc, n.sec): n for n in nodes}
+    terms: list[str] = []
+    for ident in ids:
+        term = f"\0id:{ident.text.lower()}"
+        terms.append(term)
+        rx = ident.regex()
+        for d, doc in enumerate(docs):
+            text = "".join(doc.lines)
+            if not rx.search(text):
+                continue
+            starts = _line_starts(doc.lines)
+            owners = _own_owner(doc.smap)
+            for m in rx.finditer(text):
+                line = bisect_right(starts, m.start())
+                sec = owners[line - 1] if 0 < line <= len(owners) else -1
+                node = where.get((d, sec))
+                if node is not None:
+                    heading = doc.smap.sections[sec].start == line and doc.smap.sections[sec].level > 0
+                    node.own_tf[term] += HEADING_WEIGHT if heading else 1
+    return terms
+
+
+def _line_starts(lines: Sequence[str]) -> list[int]:
+    out, pos = [], 0
+    for ln in lines:
+        out.append(pos)
+        pos += len(ln)
+    return out
+
+
+def _own_owner(smap: SectionMap) -> list[int]:
+    """For each line, the section whose own part holds it (-1 outside every section)."""
+    owner = [-1] * smap.line_count
+    for s in smap.sections:
+        for i in range(s.start - 1, min(s.body_end, smap.line_count)):
+            owner[i] = s.index
+    return owner
+
+
+def _bm25(tf: Mapping[str, int], length: int, avg: float, weights: Mapping[str, float], idf: Mapping[str, float]) -> float:
+    norm = K1 * (1 - B + B * length / avg)
+    total = 0.0
+    for term, w in weights.items():
+        f = tf.get(term, 0)
+        if f:
+            total += w * idf[term] * f * (K1 + 1) / (f + norm)
+    return total
+
+
+def _aggregate_subtrees(docs: Sequence[Doc], nodes: list[_Node], terms: Iterable[str]) -> None:
+    """Each node's term counts and length over its whole subtree (only for the query's terms)."""
+    by_key = {(n.doc, n.sec): n for n in nodes}
+    term_list = list(terms)
+    for n in sorted(nodes, key=lambda n: (n.doc, -n.sec)):  # children come after parents
+        n.sub_tf = {t: n.own_tf[t] for t in term_list if n.own_tf.get(t)}
+        n.sub_len = n.own_len
+    for n in sorted(nodes, key=lambda n: (n.doc, -n.sec)):
+        parent = docs[n.doc].smap.sections[n.sec].parent
+        p = by_key.get((n.doc, parent)) if parent is not None else None
+        if p is not None:  # every descendant of n was added to n before n reaches its parent
+            for t, f in n.sub_tf.items():
+                p.sub_tf[t] = p.sub_tf.get(t, 0) + f
+            p.sub_len += n.sub_len
+
+
+def score(docs: Sequence[Doc], task: str, excluded: Mapping[str, Sequence[tuple[int, int]]]) -> tuple[list[_Node], dict[str, float], list[Identifier]]:
+    """Every candidate section with its score and signals."""
+    nodes = _build_nodes(docs, excluded)
+    if not nodes:
+        return nodes, {}, []
+    weights = query_weights(task)
+    ids = identifiers(task)
+    id_terms = _count_identifiers(docs, nodes, ids)
+    for ident, term in zip(ids, id_terms, strict=True):
+        weights[term] = ID_WEIGHT.get(ident.kind, DEFAULT_ID_WEIGHT)
+    df: Counter[str] = Counter()
+    for n in nodes:
+        for t in weights:
+            if n.own_tf.get(t):
+                df[t] += 1
+    total = len(nodes)
+    idf = {t: math.log(1 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in weights}
+    _aggregate_subtrees(docs, nodes, [t for t in weights if df[t]])
+    avg_own = sum(n.own_len for n in nodes) / total
+    avg_sub = sum(n.sub_len for n in nodes) / total
+    live = {t: w for t, w in weights.items() if df[t]}
+    for n in nodes:
+        n.own_score = _bm25(n.own_tf, n.own_len, avg_own, live, idf)
+        sub = SUBTREE_WEIGHT * _bm25(n.sub_tf, n.sub_len, avg_sub, live, idf)
+        n.base = max(n.own_score, sub)
+        n.signals = _term_signals(n, live, idf, ids, id_terms)
+    _apply_paths_and_priors(docs, nodes, task, ids, weights)
+    return nodes, idf, ids
+
+
+def _term_signals(n: _Node, weights: Mapping[str, float], idf: Mapping[str, float], ids: Sequence[Identifier], id_terms: Sequence[str]) -> list[str]:
+    names = [f"`{i.text}`" for i, t in zip(ids, id_terms, strict=True) if n.sub_tf.get(t)]
+    words = sorted(
+        (t for t in weights if not t.startswith("\0") and n.sub_tf.get(t)),
+        key=lambda t: (-weights[t] * idf[t], t),
+    )[:6]
+    out = []
+    if names:
+        out.append("names " + ", ".join(names[:6]))
+    if words:
+        out.append("words " + ", ".join(words))
+    return out
+
+
+def _apply_paths_and_priors(docs: Sequence[Doc], nodes: list[_Node], task: str, ids: Sequence[Identifier], weights: Mapping[str, float]) -> None:
+    ref = max((n.base for n in nodes), default=0.0) or 1.0
+    paths = named_paths(list(ids))
+    changelog_task = any(t in weights and weights[t] >= 1.0 for t in _CHANGELOG_TASK)
+    file_boost = [_path_match(doc.path, paths) for doc in docs]
+    for n in nodes:
+        doc = docs[n.doc]
+        sec = doc.smap.sections[n.sec]
+        kind, boost = file_boost[n.doc]
+        s = n.base
+        if boost:
+            s += boost * ref * (1.0 if sec.parent is None else 0.6)
+            n.signals.append(f"path {kind}")
+        if _CHANGELOG.search(doc.path) and not changelog_task:
+            s *= 0.4
+        prior_class, prior = _prior(doc, sec.title)
+        if prior_class:
+            via_prior = prior * ref + 0.25 * s
+            if via_prior > s:
+                n.prior = prior_class
+                n.signals.append(f"convention {prior_class}")
+                s = via_prior
+        n.score = s
+
+
+def _path_match(path: str, named: Sequence[str]) -> tuple[str, float]:
+    """How strongly a file's path matches the paths the task names."""
+    low = path.lower()
+    best = ("", 0.0)
+    for name in named:
+        n = name.lower().strip("/")
+        if not n:
+            continue
+        if low == n or low.endswith("/" + n):
+            return "named", 0.6
+        parent = low.rsplit("/", 1)[0] if "/" in low else ""
+        stem = low.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        n_parts = [p for p in re.split(r"[/.]", n) if p and p not in _GENERIC_DIRS]
+        if parent and (parent == n or parent.endswith("/" + n) or n.startswith(parent + "/") and parent not in _GENERIC_DIRS):
+            best = max(best, ("directory", 0.35), key=lambda x: x[1])
+        elif stem and stem not in _GENERIC_DIRS and stem in n_parts and stem not in ("readme", "index"):
+            best = max(best, ("module", 0.3), key=lambda x: x[1])
+    return best
+
+
+def _prior(doc: Doc, title: str) -> tuple[str, float]:
+    if not title:
+        return "", 0.0
+    dev = doc.rule or bool(_DEV_FILE.search(doc.path))
+    readme = doc.path.lower().rsplit("/", 1)[-1].startswith("readme")
+    if not dev and not readme:
+        return "", 0.0
+    for name, weight, rx in _CLASSES:
+        if rx.search(title):
+            if dev:
+                return name, weight
+            if name in ("testing", "commits") or re.search(r"\b(development|contribut\w*|from source)\b", title, re.I):
+                return name, weight * 0.75
+            return "", 0.0
+    return "", 0.0
+
+
+# --- choosing ---------------------------------------------------------------------------------
+
+def select(
+    docs: Sequence[Doc],
+    task: str,
+    *,
+    excluded: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    max_excerpt_bytes: int = 12000,
+    max_section_bytes: int = 4000,
+) -> Selection:
+    """The excerpts for ``task`` from ``docs``, minus the ``excluded`` line ranges (shown elsewhere)."""
+    excluded = excluded or {}
+    nodes, idf, ids = score(docs, task, excluded)
+    if not nodes:
+        return Selection([], [], 0, [], [])
+    by_key = {(n.doc, n.sec): n for n in nodes}
+    best = max(n.score for n in nodes)
+    cut = RELATIVE_CUT * best
+    chosen: dict[tuple[int, int], str] = {}  # (doc, sec) -> "tree" | "own"
+    sizes = _Sizes()
+    used = 0
+    prior_used = 0
+    prior_count: Counter[str] = Counter()
+    relaxed: set[tuple[int, int]] = set()
+    too_big: set[tuple[int, int]] = set()
+    ranked = sorted(nodes, key=lambda n: (-n.score, docs[n.doc].path, n.sec))
+    for n in ranked:
+        key = (n.doc, n.sec)
+        limit = cut * (0.5 if key in relaxed else 1.0)
+        if n.score <= 0 or n.score < limit or _ancestor_tree(docs, chosen, key):
+            continue
+        only_prior = bool(n.prior) and n.base < cut
+        mode, size = _mode(docs, by_key, n, cut, sizes, max_section_bytes)
+        if mode == "":
+            too_big.add(key)
+            continue
+        refund = sum(sizes.of(docs, k, m) for k, m in chosen.items() if mode == "tree" and _inside(docs, k, key))
+        if used + size - refund > max_excerpt_bytes:
+            continue
+        if only_prior and (prior_used + size > PRIOR_SHARE * max_excerpt_bytes or prior_count[n.prior] >= PRIOR_PER_CLASS):
+            continue
+        if mode == "tree":
+            for k in [k for k in chosen if _inside(docs, k, key)]:
+                del chosen[k]
+        chosen[key] = mode
+        used += size - refund
+        if only_prior:
+            prior_used += size
+            prior_count[n.prior] += 1
+        if mode == "own":
+            relaxed.update((n.doc, c) for c in docs[n.doc].smap.kids(n.sec))
+    _promote_parents(docs, chosen, sizes, max_section_bytes)
+    picks = _runs(docs, by_key, chosen, excluded)
+    left = _left_out(docs, nodes, chosen, too_big)
+    terms = sorted(t for t in query_weights(task))
+    return Selection(picks, left[:MANIFEST_LEFT_OUT], len(left), terms, [i.text for i in ids])
+
+
+class _Sizes:
+    def __init__(self) -> None:
+        self.bytes_cache: dict[tuple[int, int, int], int] = {}
+
+    def span(self, docs: Sequence[Doc], d: int, start: int, end: int) -> int:
+        key = (d, start, end)
+        got = self.bytes_cache.get(key)
+        if got is None:
+            got = len(range_text(docs[d].lines, start, end).encode("utf-8"))
+            self.bytes_cache[key] = got
+        return got
+
+    def of(self, docs: Sequence[Doc], key: tuple[int, int], mode: str) -> int:
+        sec = docs[key[0]].smap.sections[key[1]]
+        return self.span(docs, key[0], sec.start, sec.end if mode == "tree" else sec.body_end)
+
+
+def _mode(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], n: _Node, cut: float, sizes: _Sizes, max_section: int) -> tuple[str, int]:
+    """Take the whole subtree or only the section's own part, and its size ("" when neither fits)."""
+    doc = docs[n.doc]
+    sec = doc.smap.sections[n.sec]
+    kids = doc.smap.kids(n.sec)
+    tree = sizes.span(docs, n.doc, sec.start, sec.end)
+    if _has_withheld(doc.smap, sec.index):
+        kids = kids or (sec.index,)
+    if not kids:
+        return ("tree", tree) if tree <= max_section else ("", tree)
+    kid_nodes = [by_key.get((n.doc, k)) for k in kids]
+    all_relevant = all(k is not None and k.score >= cut for k in kid_nodes)
+    spread = n.own_score < n.base  # the score comes from the subsections together
+    if tree <= max_section and (all_relevant or spread or tree <= 2 * sizes.span(docs, n.doc, sec.start, sec.body_end)):
+        if not _has_withheld(doc.smap, sec.index):
+            return "tree", tree
+    own = sizes.span(docs, n.doc, sec.start, sec.body_end)
+    return ("own", own) if own <= max_section else ("", own)
+
+
+def _has_withheld(smap: SectionMap, index: int) -> bool:
+    sec = smap.sections[index]
+    return any(s.withheld for s in smap.sections if sec.start <= s.start and s.end <= sec.end)
+
+
+def _inside(docs: Sequence[Doc], inner: tuple[int, int], outer: tuple[int, int]) -> bool:
+    if inner[0] != outer[0] or inner == outer:
+        return False
+    secs = docs[inner[0]].smap.sections
+    a, b = secs[inner[1]], secs[outer[1]]
+    return b.start <= a.start and a.end <= b.end
+
+
+def _ancestor_tree(docs: Sequence[Doc], chosen: Mapping[tuple[int, int], str], key: tuple[int, int]) -> bool:
+    secs = docs[key[0]].smap.sections
+    cur = secs[key[1]].parent
+    while cur is not None:
+        if chosen.get((key[0], cur)) == "tree":
+            return True
+        cur = secs[cur].parent
+    return key in chosen
+
+
+def _promote_parents(docs: Sequence[Doc], chosen: dict[tuple[int, int], str], sizes: _Sizes, max_section: int) -> None:
+    """A parent whose own part and every subsection were chosen is taken whole."""
+    changed = True
+    while changed:
+        changed = False
+        for key, mode in sorted(chosen.items()):
+            if mode != "own":
+                continue
+            smap = docs[key[0]].smap
+            kids = smap.kids(key[1])
+            if kids and all(chosen.get((key[0], k)) == "tree" for k in kids) and not _has_withheld(smap, key[1]):
+                for k in kids:
+                    del chosen[(key[0], k)]
+                chosen[key] = "tree"
+                changed = True
+                break
+
+
+def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: Mapping[tuple[int, int], str], excluded: Mapping[str, Sequence[tuple[int, int]]]) -> list[Pick]:
+    """Chosen ranges per file, minus lines shown elsewhere and withheld parts, as contiguous excerpts."""
+    per_doc: dict[int, list[tuple[int, int, tuple[int, int]]]] = {}
+    for key, mode in chosen.items():
+        sec = docs[key[0]].smap.sections[key[1]]
+        per_doc.setdefault(key[0], []).append((sec.start, sec.end if mode == "tree" else sec.body_end, key))
+    picks: list[Pick] = []
+    for d, ranges in sorted(per_doc.items()):
+        doc = docs[d]
+        blocked = set()
+        for a, b in excluded.get(doc.path, ()):
+            blocked.update(range(a, b + 1))
+        for s in doc.smap.sections:
+            if s.withheld:
+                blocked.update(range(s.start, s.body_end + 1))
+        lines_in: dict[int, tuple[int, int]] = {}
+        for a, b, key in sorted(ranges):
+            for ln in range(a, b + 1):
+                if ln not in blocked:
+                    lines_in.setdefault(ln, key)
+        for start, end in _contiguous(sorted(lines_in), doc.lines):
+            keys = sorted({lines_in[ln] for ln in range(start, end + 1) if ln in lines_in}, key=lambda k: k[1])
+            nodes = [by_key[k] for k in keys if k in by_key]
+            first = doc.smap.sections[keys[0][1]]
+            label = " › ".join(doc.smap.heading_path(first.index)) or "(preamble)"
+            if len(keys) > 1:
+                label += f" (+{len(keys) - 1} more section{'s' if len(keys) > 2 else ''})"
+            signals = sorted({s for n in nodes for s in n.signals})
+            picks.append(Pick(doc.path, start, end, label, max(n.score for n in nodes), tuple(signals)))
+    picks.sort(key=lambda p: (-round(p.score, 9), p.path, p.start))
+    return picks
+
+
+def _contiguous(line_numbers: Sequence[int], lines: Sequence[str]) -> list[tuple[int, int]]:
+    """Runs of lines; a gap of blank lines only is bridged."""
+    runs: list[tuple[int, int]] = []
+    for ln in line_numbers:
+        if runs:
+            a, b = runs[-1]
+            if ln == b + 1 or all(not lines[i - 1].strip() for i in range(b + 1, ln)):
+                runs[-1] = (a, ln)
+                continue
+        runs.append((ln, ln))
+    return [(a, _trim(lines, a, b)) for a, b in runs]
+
+
+def _trim(lines: Sequence[str], a: int, b: int) -> int:
+    while b > a and not lines[b - 1].strip():
+        b -= 1
+    return b
+
+
+def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple[int, int], str], too_big: set[tuple[int, int]]) -> list[LeftOut]:
+    shown: dict[int, list[tuple[int, int]]] = {}
+    for (d, s), mode in chosen.items():
+        sec = docs[d].smap.sections[s]
+        shown.setdefault(d, []).append((sec.start, sec.end if mode == "tree" else sec.body_end))
+    out = []
+    for n in nodes:
+        if n.base <= 0 and not n.prior:
+            continue
+        sec = docs[n.doc].smap.sections[n.sec]
+        if _covered(shown.get(n.doc, []), sec.start, sec.body_end):
+            continue
+        reason = "larger than max_section_bytes" if (n.doc, n.sec) in too_big else "lower score"
+        heading = " › ".join(docs[n.doc].smap.heading_path(n.sec)) or "(preamble)"
+        end = sec.end if sec.sha256 else sec.body_end  # a subtree with a withheld part: the own part
+        sha = sec.sha256 or sha256_text(range_text(docs[n.doc].lines, sec.start, end))
+        out.append(LeftOut(docs[n.doc].path, heading, sec.start, end, sha, n.score, reason))
+    out.sort(key=lambda x: (-round(x.score, 9), x.path, x.start))
+    return out
