@@ -1,0 +1,320 @@
+"""The hot path of ``git pilot hook claude``: Claude Code runs it on every hooked tool call.
+
+``gitpilot.cli.main`` routes ``hook claude`` here before click is imported. This module and
+what it imports use the standard library only (no click, pygit2, tomlkit, regex): the
+hook's median must stay within 3x a bare ``python3 -c pass``.
+
+One call: read the event JSON, find the repository from the payload's ``cwd`` by walking up
+to ``.git`` (a directory, or a worktree's ``gitdir:`` file plus ``commondir``; git itself is
+never spawned), read ``[optimizer]`` and ``[[check]]`` from ``.gitpilot.toml`` with
+``tomllib``, then update the session's state file
+``<git common dir>/pilot/loops/<session>.json`` under its lock. What the detector or the
+learner has to say is printed as Claude Code hook output JSON: ``additionalContext`` for the
+agent, ``systemMessage`` for the user. The hook always exits 0 and never blocks or stops a
+turn; an internal error is written to ``<git common dir>/pilot/logs/hook-claude.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from typing import Any
+
+from gitpilot.optimizer import learn, loop, statefile
+from gitpilot.optimizer.events import PROMPT, SESSION_END, SESSION_START, STOP, TOOL, Event, claude_hook_event
+
+#: Functions ("module:function") whose text joins the SessionStart context. Each is called as
+#: ``function(root, common_dir, toml_doc) -> str`` and imported only at SessionStart.
+STARTUP_PROVIDERS: tuple[str, ...] = ("gitpilot.hookfast:learned_context",)
+
+HISTORY_RECORDS = 200
+STALE_SECONDS = 14 * 24 * 3600
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+# ---------------------------------------------------------------------------------------
+# repository and configuration, cheaply
+# ---------------------------------------------------------------------------------------
+
+def find_repo(start: str) -> tuple[str, str] | None:
+    """(worktree root, git common dir) for ``start``, found without running git."""
+    d = os.path.abspath(start)
+    while True:
+        dotgit = os.path.join(d, ".git")
+        if os.path.isdir(dotgit):
+            git_dir = dotgit
+            break
+        if os.path.isfile(dotgit):
+            try:
+                with open(dotgit, encoding="utf-8") as fh:
+                    first = fh.readline().strip()
+            except OSError:
+                return None
+            if not first.startswith("gitdir:"):
+                return None
+            git_dir = os.path.normpath(os.path.join(d, first[len("gitdir:"):].strip()))
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+    common = git_dir
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as fh:
+            common = os.path.normpath(os.path.join(git_dir, fh.read().strip()))
+    except OSError:
+        pass
+    return d, common
+
+
+def read_toml(root: str) -> dict[str, Any]:
+    """The ``.gitpilot.toml`` document, or ``{}`` when missing or broken (``config show`` reports that)."""
+    try:
+        with open(os.path.join(root, ".gitpilot.toml"), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    import tomllib
+
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return doc
+
+
+def _typed(table: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    value = table.get(key, default)
+    if kind is int and isinstance(value, bool):
+        return default
+    return value if isinstance(value, kind) else default
+
+
+def settings_from(doc: dict[str, Any]) -> loop.Settings:
+    """The optimizer settings in a ``.gitpilot.toml`` document (bad values fall back to defaults)."""
+    opt = doc.get("optimizer")
+    table: dict[str, Any] = opt if isinstance(opt, dict) else {}
+    checks: list[tuple[str, str]] = []
+    raw_checks = doc.get("check")
+    if isinstance(raw_checks, list):
+        for c in raw_checks:
+            if isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("run"), str):
+                checks.append((c["name"], c["run"]))
+    return loop.Settings(
+        loop_detection=_typed(table, "loop_detection", bool, True),
+        threshold=_typed(table, "loop_threshold", int, loop.DEFAULT_THRESHOLD),
+        notice_after=_typed(table, "loop_notice_after", int, loop.DEFAULT_NOTICE_AFTER),
+        learn_turns=_typed(table, "loop_learn_turns", int, loop.DEFAULT_LEARN_TURNS),
+        learn=_typed(table, "learn", bool, False),
+        checks=tuple(checks),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# paths
+# ---------------------------------------------------------------------------------------
+
+def loops_dir(common: str) -> str:
+    return os.path.join(common, "pilot", "loops")
+
+
+def session_path(common: str, session: str) -> str:
+    if not _SAFE_ID.match(session):
+        import hashlib
+
+        session = "h-" + hashlib.sha1(session.encode("utf-8", "replace")).hexdigest()
+    return os.path.join(loops_dir(common), session + ".json")
+
+
+def history_path(common: str) -> str:
+    return os.path.join(loops_dir(common), "turns.jsonl")
+
+
+def learned_path(common: str) -> str:
+    return os.path.join(common, "pilot", "learned.json")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def read_history(common: str) -> list[int]:
+    """The streaks of the repository's recent passing turns (oldest first)."""
+    streaks: list[int] = []
+    for line in statefile.tail_lines(history_path(common))[-HISTORY_RECORDS:]:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("streak"), int):
+            streaks.append(rec["streak"])
+    return streaks
+
+
+# ---------------------------------------------------------------------------------------
+# the handler
+# ---------------------------------------------------------------------------------------
+
+def handle(payload: dict[str, Any], cwd: str | None = None) -> dict[str, Any] | None:
+    """Process one Claude Code hook payload; the hook output JSON, or ``None`` for silence."""
+    event = claude_hook_event(payload)
+    if event is None or not event.session:
+        return None
+    found = find_repo(event.cwd or cwd or os.getcwd())
+    if found is None:
+        return None
+    root, common = found
+    doc = read_toml(root)
+    settings = settings_from(doc)
+    if event.kind == SESSION_START:
+        _prune_stale(common)
+        context = startup_context(root, common, doc)
+        return _output("SessionStart", context, "") if context else None
+    if not (settings.loop_detection or settings.learn):
+        return None
+    path = session_path(common, event.session)
+    with statefile.locked(path):
+        if event.kind == SESSION_END:
+            _remove(path)
+            return None
+        state = statefile.read_json(path)
+        if not isinstance(state, dict) or state.get("v") != loop.STATE_VERSION:
+            state = loop.new_state(event.session)
+        result = _apply(state, event, settings, root, common)
+        if result is None:
+            return None  # a duplicate delivery: nothing changed
+        statefile.write_json(path, state)
+    if result:
+        return _output(str(payload.get("hook_event_name")), result.redirect, result.notice)
+    return None
+
+
+def _apply(state: dict[str, Any], event: Event, settings: loop.Settings, root: str,
+           common: str) -> loop.Outcome | None:
+    if event.kind == PROMPT:
+        summary = loop.on_prompt(state, settings, read_history(common), event.event_id)
+        _record_turn(common, event.session, summary)
+        return loop.Outcome()
+    if event.kind == STOP:
+        _record_turn(common, event.session, loop.on_stop(state))
+        return loop.Outcome()
+    if event.kind != TOOL:
+        return loop.Outcome()
+    if loop.seen_before(state, event.event_id):
+        return None
+    outcome = loop.observe(state, event, settings, root) if settings.loop_detection else loop.Outcome()
+    if settings.learn:
+        changes = learn.observe(state.setdefault("learn", {}), event)
+        if changes:
+            update_learned(common, changes, event.session)
+    return outcome
+
+
+def _record_turn(common: str, session: str, summary: dict[str, Any] | None) -> None:
+    if summary is not None:
+        statefile.append_line(history_path(common), {"session": session, "at": _now(), **summary})
+
+
+def update_learned(common: str, changes: list[learn.Change], session: str) -> bool:
+    """Apply learner changes to ``learned.json`` (read first without the lock: most calls change nothing)."""
+    path = learned_path(common)
+    current = statefile.read_json(path)
+    probe = current if isinstance(current, dict) else learn.empty_store()
+    if not learn.apply(json.loads(json.dumps(probe)), changes, session, _now()):
+        return False
+    with statefile.locked(path):
+        store = statefile.read_json(path)
+        if not isinstance(store, dict):
+            store = learn.empty_store()
+        if learn.apply(store, changes, session, _now()):
+            statefile.write_json(path, store, indent=2)
+    return True
+
+
+def learned_context(root: str, common: str, doc: dict[str, Any]) -> str:
+    """SessionStart text for confirmed learned facts (only with ``[optimizer] learn = true``)."""
+    if not settings_from(doc).learn:
+        return ""
+    store = statefile.read_json(learned_path(common))
+    return learn.startup_context(store) if isinstance(store, dict) else ""
+
+
+def startup_context(root: str, common: str, doc: dict[str, Any]) -> str:
+    parts = []
+    for target in STARTUP_PROVIDERS:
+        module, _, attr = target.partition(":")
+        import importlib
+
+        func = getattr(importlib.import_module(module), attr)
+        text = func(root, common, doc)
+        if text:
+            parts.append(str(text))
+    return "\n\n".join(parts)
+
+
+def _output(event_name: str, context: str, notice: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if context:
+        out["hookSpecificOutput"] = {"hookEventName": event_name, "additionalContext": context}
+    if notice:
+        out["systemMessage"] = notice
+    return out
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _prune_stale(common: str) -> None:
+    """Drop state files of sessions that ended without a SessionEnd event long ago."""
+    directory = loops_dir(common)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    cutoff = time.time() - STALE_SECONDS
+    for name in names:
+        if name.endswith((".json", ".json.lock")) and name != "turns.jsonl":
+            full = os.path.join(directory, name)
+            try:
+                if os.stat(full).st_mtime < cutoff:
+                    os.unlink(full)
+            except OSError:
+                pass
+
+
+def _log_error(payload_cwd: str) -> None:
+    import traceback
+
+    found = find_repo(payload_cwd) if payload_cwd else None
+    base = os.path.join(found[1], "pilot", "logs") if found else os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), "git-pilot-logs")
+    try:
+        os.makedirs(base, exist_ok=True)
+        with open(os.path.join(base, "hook-claude.log"), "a", encoding="utf-8") as fh:
+            fh.write(f"--- {_now()}\n{traceback.format_exc()}\n")
+    except OSError:
+        pass
+
+
+def claude_hook(stdin_bytes: bytes, argv: list[str]) -> int:
+    """``git pilot hook claude``: read the event on stdin, print hook output JSON, exit 0."""
+    cwd = ""
+    try:
+        payload = json.loads(stdin_bytes.decode("utf-8", "replace") or "null")
+        if not isinstance(payload, dict):
+            return 0
+        cwd = str(payload.get("cwd") or "")
+        out = handle(payload)
+    except Exception:  # a hook must never break the agent's turn
+        _log_error(cwd or os.getcwd())
+        return 0
+    if out:
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    return 0

@@ -1,0 +1,76 @@
+"""Small JSON state files shared by concurrent processes: locked, atomically replaced.
+
+Hook processes for one agent session can run at the same time (Claude Code runs hooks of
+parallel tool calls concurrently). Every read-modify-write of a state file happens under an
+exclusive ``fcntl`` lock on a sibling ``.lock`` file, and the new content lands with
+``os.replace`` of a temporary file in the same directory, so a reader never sees half a
+file and no update is lost. Stdlib only: this is on the hook's hot path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+@contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold the exclusive lock of ``path`` (its ``<path>.lock`` file) for the block."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def read_json(path: str) -> Any:
+    """The JSON in ``path``, or ``None`` when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: str, data: Any, *, indent: int | None = None) -> None:
+    """Replace ``path`` with ``data`` as JSON, atomically."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    text = json.dumps(data, indent=indent, sort_keys=True, ensure_ascii=False)
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    os.replace(tmp, path)
+
+
+def append_line(path: str, record: dict[str, Any]) -> None:
+    """Append one JSON line (one ``write`` on an ``O_APPEND`` descriptor: lines never interleave)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    data = (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def tail_lines(path: str, max_bytes: int = 65536) -> list[str]:
+    """The complete lines in the last ``max_bytes`` of ``path`` (``[]`` when missing)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            start = max(0, size - max_bytes)
+            fh.seek(start)
+            data = fh.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", "replace").splitlines()
+    if start > 0 and lines:
+        lines = lines[1:]  # the first line was cut
+    return lines
