@@ -32,6 +32,27 @@ SCHEMA: dict[str, tuple[Any, Any]] = {
     "leanloop.checks.reuse_unchanged_passes": ("bool", True),
     "leanloop.checks.keep_runs": ("int", 10),
     "base_branch": ("str", ""),
+    "share.trust": ("list[str]", []),
+    "share.push": ("bool", False),
+    "share.gate": ("list[str]", []),
+    "leanloop.context.files": ("list[str]", ["*.md", "*.mdx"]),
+    "leanloop.context.instruction_files": ("list[str]", ["CLAUDE.md", "AGENTS.md"]),
+    "leanloop.context.rule_files": ("list[str]", []),
+    "leanloop.context.always_include": ("list[str]", []),
+    "leanloop.context.always_include_headings": ("list[str]", [
+        "safety", "security", "secrets", "credentials", "policy", "guardrails", "constraints",
+        "never", "do not", "must not", "forbidden", "human gates"]),
+    "leanloop.context.max_excerpt_bytes": ("int", 12000),
+    "leanloop.context.max_section_bytes": ("int", 4000),
+    "safety.human_gates": ("list[str]", []),
+    "safety.notes": ("str", ""),
+    "quota.auto_resume": ("bool", False),
+    "quota.grace_minutes": ("number", 2),
+    "optimizer.loop_detection": ("bool", True),
+    "optimizer.loop_threshold": ("int", 3),
+    "optimizer.loop_notice_after": ("int", 2),
+    "optimizer.loop_learn_turns": ("int", 10),
+    "optimizer.learn": ("bool", False),
 }
 
 # Keys of each [[check]] table.

@@ -1,0 +1,616 @@
+"""Assembly of the Context Capsule, and ``build_capsule``, its public entry point.
+
+The capsule holds, in this order: the task verbatim; a summary of the configuration; the
+agent's memory files listed by path and hash; the instruction files in full; the mandatory
+sections (keyword-headed sections of rule files, ``always_include`` entries, ``pilot:always``
+blocks, nested instruction files for the paths the task names); the relevant sections chosen
+by ``select``; and what was left out, withheld or skipped. Every excerpt is the exact source
+text with its path, heading, line range, sha256 and the signals that chose it.
+
+The capsule and its manifest go to ``<git dir>/pilot/capsule-<task>.md`` / ``.json`` and to the
+task record ``refs/pilot/tasks/<task>``. ``warm.try_reuse`` serves an unchanged capsule without
+parsing anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitpilot.context import sources as S
+from gitpilot.context.cache import fingerprint
+from gitpilot.context.markdown import SectionMap, range_text, sha256_text, split_lines
+from gitpilot.repo import Repo
+
+MANIFEST_FORMAT = 1
+LEFT_OUT_SHOWN = 20
+_SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
+
+
+@dataclass
+class CapsuleResult:
+    """What ``build_capsule`` made (or reused)."""
+
+    text: str
+    manifest: dict[str, Any]
+    path: Path | None
+    reused: bool
+    baseline_bytes: int
+    capsule_bytes: int
+    task_id: str = ""
+    json_path: Path | None = None
+
+
+def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True) -> CapsuleResult:
+    """The capsule for ``task_text`` in ``repo``: reused when its fingerprint matches, else built."""
+    from gitpilot.context import warm
+
+    state = warm.prepare(repo, task_text)
+    if use_cache:
+        hit = warm.try_reuse(repo, state)
+        if hit is not None:
+            return hit
+    return _build(repo, task_text, state, use_cache=use_cache)
+
+
+# --- building ---------------------------------------------------------------------------------
+
+@dataclass
+class _Piece:
+    """An excerpt: exact lines of one file."""
+
+    path: str
+    start: int
+    end: int
+    heading: str
+    why: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return sha256_text(self.text)
+
+
+@dataclass
+class _Files:
+    """Texts and maps of the readable sources."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    maps: dict[str, SectionMap] = field(default_factory=dict)
+    parsed: int = 0
+
+
+def _build(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
+    from gitpilot.redact import contains_secret, is_credential_filename
+
+    root: Path = state.root
+    opts: S.Options = state.options
+    srcs: dict[str, S.Source] = state.sources
+    skipped: list[tuple[str, str]] = []
+    files = _Files()
+    _expand_imports(root, state.inventory, srcs, is_credential_filename, files, skipped)
+    _read_all(root, srcs, files, skipped)
+    _load_maps(repo, srcs, files, contains_secret, use_cache)
+
+    ids = _identifiers(task_text)
+    shown: dict[str, list[tuple[int, int]]] = {}
+    withheld: list[_Piece] = []
+    instr, aliases = _instructions(srcs, files, opts, shown, withheld)
+    mandatory = _mandatory(root, srcs, files, opts, task_text, ids, shown, withheld, skipped)
+    from gitpilot.context.select import Doc, select
+
+    docs = [
+        Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles))
+        for p, s in srcs.items()
+        if p in files.maps and _candidate(s)
+    ]
+    sel = select(docs, task_text, excluded=shown, max_excerpt_bytes=opts.max_excerpt_bytes,
+                 max_section_bytes=opts.max_section_bytes)
+    relevant = [
+        _Piece(p.path, p.start, p.end, p.heading, "; ".join(p.signals),
+               range_text(files.lines[p.path], p.start, p.end))
+        for p in sel.picks
+    ]
+    ignored = S.ignored_context_files(root, opts)
+    for name in ignored:
+        if not any(n == name for n, _ in skipped):
+            skipped.append((name, "ignored by git: not read"))
+    text = _render(state, repo, srcs, files, instr, aliases, mandatory, relevant, sel, withheld, skipped)
+    manifest = _manifest(state, srcs, files, instr, mandatory, relevant, sel, withheld, skipped, text)
+    return _write(repo, state, text, manifest)
+
+
+def _candidate(src: S.Source) -> bool:
+    roles = src.roles
+    if src.status in _SKIP_STATUSES:
+        return False
+    if "memory" in roles and "instruction" not in roles:
+        return False  # the agent loads its memory itself: not repeated
+    return bool(roles & {"context", "rule", "nested", "always"})
+
+
+def _expand_imports(
+    root: Path, inv: S.Inventory, srcs: dict[str, S.Source], cred: Callable[[str], bool],
+    files: _Files, skipped: list[tuple[str, str]],
+) -> None:
+    """Follow ``@imports`` of memory and instruction files (depth 5), adding them as sources."""
+    queue = [(p, 0) for p, s in srcs.items() if s.roles & {"memory", "instruction"}]
+    seen = {p for p, _ in queue}
+    while queue:
+        path, depth = queue.pop(0)
+        src = srcs[path]
+        if src.status in _SKIP_STATUSES or depth >= S.IMPORT_DEPTH:
+            continue
+        loaded = _read_one(root, src, files)
+        if loaded is None:
+            continue
+        base = path.rsplit("/", 1)[0] if "/" in path else ""
+        for target in S.imports_of(loaded):
+            rel = S.normalize(base, target)
+            if rel is None or not S.inside(root, rel):
+                skipped.append((target, f"imported by {path}: outside the repository, refused"))
+                continue
+            if rel not in srcs:
+                srcs[rel] = S.Source(rel, {"import", "memory", "rule"}, "")
+                S._set_status(root, inv, srcs[rel], cred)
+                if srcs[rel].status == "untracked":
+                    S.resolve_ignored(root, {rel: srcs[rel]})
+            else:
+                srcs[rel].roles.update({"import", "rule"})
+            if rel not in seen and srcs[rel].status not in _SKIP_STATUSES and _markdownish(rel):
+                seen.add(rel)
+                queue.append((rel, depth + 1))
+    for path in sorted(srcs):
+        src = srcs[path]
+        target = S.link_target(root, path) if src.status not in ("credential", "outside") else None
+        if target == "":
+            src.status = "outside"
+            src.note = "a symlink that leaves the repository"
+        elif target:
+            src.alias_of = target
+            if target not in srcs:
+                srcs[target] = S.Source(target, set(), "")
+                S._set_status(root, inv, srcs[target], cred)
+            srcs[target].roles.update(r for r in src.roles if r in ("instruction", "memory", "rule"))
+
+
+def _markdownish(path: str) -> bool:
+    return path.lower().endswith((".md", ".mdx", ".markdown", ".txt"))
+
+
+def _read_one(root: Path, src: S.Source, files: _Files) -> str | None:
+    if src.path in files.texts:
+        return files.texts[src.path]
+    if src.status in _SKIP_STATUSES:
+        return None
+    loaded = S.read_text(root, src.path)
+    if loaded.text is None:
+        src.status = loaded.status
+        src.blob = "" if loaded.status == "outside" else src.blob
+        return None
+    files.texts[src.path] = loaded.text
+    return loaded.text
+
+
+def _read_all(root: Path, srcs: dict[str, S.Source], files: _Files, skipped: list[tuple[str, str]]) -> None:
+    for path, src in srcs.items():
+        if src.alias_of:
+            continue
+        if src.status not in _SKIP_STATUSES and (_markdownish(path) or "always" in src.roles):
+            _read_one(root, src, files)
+        if src.status in _SKIP_STATUSES and src.status != "missing":
+            skipped.append((path, _STATUS_WORDS[src.status] + (f" ({src.note})" if src.note else "")))
+        elif src.status == "missing" and src.roles & {"always", "import"}:
+            skipped.append((path, "named in the configuration or an import, but missing"))
+
+
+_STATUS_WORDS = {
+    "ignored": "ignored by git: not read",
+    "credential": "named like a credential file: never opened",
+    "outside": "outside the repository: refused",
+    "not-utf8": "not UTF-8 text: skipped",
+    "too-large": f"larger than {S.MAX_FILE_BYTES} bytes: skipped",
+    "missing": "missing",
+}
+
+
+def _load_maps(repo: Repo, srcs: Mapping[str, S.Source], files: _Files,
+               contains_secret: Callable[[str], bool], use_cache: bool) -> None:
+    from gitpilot.context import markdown
+    from gitpilot.context.cache import load_maps
+
+    for path, text in files.texts.items():
+        files.lines[path] = split_lines(text)
+    md = {p: (srcs[p].blob, t) for p, t in files.texts.items() if _markdownish(p) or p in srcs}
+    clean = {p: v for p, v in md.items() if not contains_secret(v[1])}
+    maps, parsed = load_maps(repo, clean, markdown.parse, use_cache=use_cache)
+    for path in sorted(set(md) - set(clean)):
+        # A file with a credential in it: parsed fresh so the withheld flags are current.
+        maps[path] = markdown.parse(md[path][1], contains_secret)
+        parsed += 1
+    files.maps = maps
+    files.parsed = parsed
+
+
+def _identifiers(task: str) -> list[str]:
+    from gitpilot.context.text import identifiers, named_paths
+
+    return named_paths(identifiers(task))
+
+
+# --- instruction files and mandatory material -------------------------------------------------
+
+def _pieces(path: str, smap: SectionMap, lines: Sequence[str], start: int, end: int, label: str, why: str,
+            shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece]) -> list[_Piece]:
+    """Lines ``start..end`` of a file as excerpts, minus lines shown already and withheld sections."""
+    blocked: set[int] = set()
+    for a, b in shown.get(path, ()):
+        blocked.update(range(a, b + 1))
+    for sec in smap.sections:
+        if sec.withheld and start <= sec.start <= end and sec.start not in blocked:
+            heading = " › ".join(smap.heading_path(sec.index)) or "(preamble)"
+            if not any(w.path == path and w.start == sec.start for w in withheld):
+                withheld.append(_Piece(path, sec.start, sec.body_end, heading, "holds a credential", ""))
+            blocked.update(range(sec.start, sec.body_end + 1))
+    out: list[_Piece] = []
+    run: list[int] = []
+    for ln in range(start, end + 1):
+        if ln in blocked:
+            if run:
+                out.append(_piece_of(path, smap, lines, run[0], run[-1], label, why))
+                run = []
+            continue
+        run.append(ln)
+    if run:
+        out.append(_piece_of(path, smap, lines, run[0], run[-1], label, why))
+    out = [p for p in out if p.text.strip()]
+    shown.setdefault(path, []).append((start, end))
+    return out
+
+
+def _piece_of(path: str, smap: SectionMap, lines: Sequence[str], a: int, b: int, label: str, why: str) -> _Piece:
+    while b > a and not lines[b - 1].strip():
+        b -= 1
+    while a < b and not lines[a - 1].strip():
+        a += 1
+    return _Piece(path, a, b, label or _heading_at(smap, a), why, range_text(lines, a, b))
+
+
+def _heading_at(smap: SectionMap, line: int) -> str:
+    best = None
+    for sec in smap.sections:
+        if sec.start <= line <= max(sec.end, sec.start):
+            best = sec
+    return " › ".join(smap.heading_path(best.index)) if best is not None else ""
+
+
+def _whole(path: str, files: _Files, label: str, why: str, shown: dict[str, list[tuple[int, int]]],
+           withheld: list[_Piece]) -> list[_Piece]:
+    lines = files.lines[path]
+    if not lines:
+        return []
+    return _pieces(path, files.maps[path], lines, 1, len(lines), label, why, shown, withheld)
+
+
+def _instructions(srcs: Mapping[str, S.Source], files: _Files, opts: S.Options,
+                  shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece]) -> tuple[list[_Piece], list[str]]:
+    """Root instruction files in full; a symlink or an import-only file is included once, as its target."""
+    pieces: list[_Piece] = []
+    notes: list[str] = []
+    done: set[str] = set()
+    for name in opts.instruction_files:
+        src = srcs.get(name)
+        if src is None or src.status in _SKIP_STATUSES:
+            continue
+        targets = [name]
+        if src.alias_of:
+            notes.append(f"`{name}` is a symlink to `{src.alias_of}`")
+            targets = [src.alias_of]
+        elif name in files.texts and S.only_imports(files.texts[name]):
+            base = name.rsplit("/", 1)[0] if "/" in name else ""
+            targets = [t for t in (S.normalize(base, i) for i in S.imports_of(files.texts[name])) if t]
+            notes.append(f"`{name}` only imports " + ", ".join(f"`{t}`" for t in targets))
+        for t in targets:
+            if t in done or t not in files.maps:
+                continue
+            done.add(t)
+            pieces += _whole(t, files, "", "instruction file, in full", shown, withheld)
+    return pieces, notes
+
+
+def _keyword_rx(words: Iterable[str]) -> re.Pattern[str] | None:
+    alts = [r"\s+".join(re.escape(w) for w in word.split()) for word in words if word.strip()]
+    return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])", re.IGNORECASE) if alts else None
+
+
+def _mandatory(root: Path, srcs: Mapping[str, S.Source], files: _Files, opts: S.Options, task: str,
+               named: Sequence[str], shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece],
+               skipped: list[tuple[str, str]]) -> list[_Piece]:
+    out: list[_Piece] = []
+    out += _nested(srcs, files, task, named, shown, withheld)
+    out += _always_include(srcs, files, opts, shown, withheld, skipped)
+    rx = _keyword_rx(opts.always_include_headings)
+    for path, src in srcs.items():
+        smap = files.maps.get(path)
+        if smap is None:
+            continue
+        if rx is not None and "rule" in src.roles:
+            for sec in smap.sections:
+                m = rx.search(sec.title) if sec.level else None
+                if m and not _within(shown.get(path, ()), sec.start, sec.end):
+                    out += _pieces(path, smap, files.lines[path], sec.start, sec.end, "",
+                                   f"heading names “{m.group(0)}” in a rule file", shown, withheld)
+        if _candidate(src) or "rule" in src.roles:
+            for a, b in smap.always:
+                if not _within(shown.get(path, ()), a, b):
+                    out += _pieces(path, smap, files.lines[path], a, b, "", "pilot:always block", shown, withheld)
+    return out
+
+
+def _within(ranges: Iterable[tuple[int, int]], a: int, b: int) -> bool:
+    return any(x <= a and b <= y for x, y in ranges)
+
+
+def _nested(srcs: Mapping[str, S.Source], files: _Files, task: str, named: Sequence[str],
+            shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece]) -> list[_Piece]:
+    """Nested AGENTS.md/CLAUDE.md in full when the task names a path (or the directory) they govern."""
+    tracked = [p for p, s in srcs.items()]
+    out: list[_Piece] = []
+    for path, src in srcs.items():
+        if "nested" not in src.roles or path not in files.maps or src.status in _SKIP_STATUSES:
+            continue
+        directory = path.rsplit("/", 1)[0]
+        base = directory.rsplit("/", 1)[-1]
+        by_word = len(base) >= 3 and re.search(r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", task, re.IGNORECASE)
+        if S.applies_to(named, directory, tracked) or by_word or directory.lower() in task.lower():
+            why = f"nested instruction file for `{directory}/`, which the task names"
+            out += _whole(path, files, "", why, shown, withheld)
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^\w\- ]", "", text.lower()).strip().replace(" ", "-")
+
+
+def _always_include(srcs: Mapping[str, S.Source], files: _Files, opts: S.Options,
+                    shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece],
+                    skipped: list[tuple[str, str]]) -> list[_Piece]:
+    out: list[_Piece] = []
+    for entry in opts.always_include:
+        path, _, heading = entry.partition("#")
+        src = srcs.get(path)
+        if src is None or path not in files.texts:
+            if src is None or src.status == "missing":
+                skipped.append((entry, "always_include entry not found"))
+            continue
+        if path not in files.maps:
+            continue
+        smap = files.maps[path]
+        if not heading:
+            out += _whole(path, files, "", f"always_include “{entry}”", shown, withheld)
+            continue
+        want = " ".join(heading.split()).lower()
+        hits = [s for s in smap.sections if s.level and (s.title.lower() == want or _slug(s.title) == _slug(heading))]
+        if not hits:
+            skipped.append((entry, "always_include heading not found"))
+        for sec in hits:
+            if not _within(shown.get(path, ()), sec.start, sec.end):
+                out += _pieces(path, smap, files.lines[path], sec.start, sec.end, "", f"always_include “{entry}”",
+                               shown, withheld)
+    return out
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+def _fence(text: str) -> str:
+    longest = max((len(m.group(1)) for m in re.finditer(r"^[ \t]*(`{3,})", text, re.MULTILINE)), default=0)
+    return "`" * max(4, longest + 1)
+
+
+def _excerpt(p: _Piece) -> str:
+    fence = _fence(p.text)
+    label = f"`{p.path}`" + (f" § {p.heading}" if p.heading else "")
+    body = p.text if p.text.endswith(("\n", "\r")) else p.text + "\n"
+    return (f"#### {label}\nlines {p.start}-{p.end} · sha256 {p.sha256} · {p.why}\n\n"
+            f"{fence}markdown\n{body}{fence}\n\n")
+
+
+def _render(state: Any, repo: Repo, srcs: Mapping[str, S.Source], files: _Files, instr: Sequence[_Piece],
+            aliases: Sequence[str], mandatory: Sequence[_Piece], relevant: Sequence[_Piece], sel: Any,
+            withheld: Sequence[_Piece], skipped: Sequence[tuple[str, str]]) -> str:
+    parts = [f"# Context capsule\n\n<!-- git pilot {state.version} · task {state.task_id[:16]} -->\n\n"
+             "Everything below is quoted exactly from its source; the line ranges and sha256 let you check it.\n\n"]
+    parts.append("## Task\n\n" + state.task_text + ("" if state.task_text.endswith("\n") else "\n") + "\n")
+    parts.append("## Configuration\n\n" + _config_summary(state, repo) + "\n")
+    parts.append(_memory_section(srcs, files))
+    parts.append("## Instruction files\n\n")
+    parts.extend(f"- {a}\n" for a in aliases)
+    if aliases:
+        parts.append("\n")
+    parts.extend(_excerpt(p) for p in instr) if instr else parts.append("None found.\n\n")
+    parts.append("## Mandatory sections\n\n")
+    parts.extend(_excerpt(p) for p in mandatory) if mandatory else parts.append("None.\n\n")
+    parts.append("## Relevant sections\n\n")
+    parts.extend(_excerpt(p) for p in relevant) if relevant else parts.append("None matched the task.\n\n")
+    parts.append(_left_out_section(sel, withheld, skipped, state))
+    return "".join(parts)
+
+
+def _config_summary(state: Any, repo: Repo) -> str:
+    cfg = state.config
+    lines = []
+    base = cfg.get("base_branch") or _default_branch(repo) or "(not set)"
+    lines.append(f"- base branch: `{base}`")
+    if cfg.checks:
+        lines.append("- checks (run them with `git pilot check`):")
+        lines += [f"  - `{c.name}`: `{c.run}`" for c in cfg.checks]
+    else:
+        lines.append("- checks: none configured")
+    for title, table in _tables_named(cfg.raw, ("plan", "review")):
+        flat = ", ".join(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(table.items())
+                         if not isinstance(v, dict))
+        lines.append(f"- {title}: {flat or '(set)'}")
+    gates = cfg.raw.get("safety", {}).get("human_gates") if isinstance(cfg.raw.get("safety"), dict) else None
+    notes = cfg.raw.get("safety", {}).get("notes") if isinstance(cfg.raw.get("safety"), dict) else None
+    if gates:
+        lines.append("- human gates ([safety] human_gates, verbatim):")
+        lines += [f"  - {g}" for g in (gates if isinstance(gates, list) else [gates])]
+    if notes:
+        text = str(notes) if str(notes).endswith("\n") else f"{notes}\n"
+        fence = _fence(text)
+        lines.append(f"- safety notes ([safety] notes, verbatim):\n\n{fence}text\n{text}{fence}\n")
+    src = {"toml": ".gitpilot.toml", "v0.4": ".autopilot/config.json"}.get(cfg.source, "defaults (no config file)")
+    lines.append(f"- from: {src}")
+    return "\n".join(lines) + "\n"
+
+
+def _default_branch(repo: Repo) -> str | None:
+    ref = repo.git_proc("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if ref.returncode == 0 and ref.stdout.strip():
+        return ref.stdout.decode().strip().split("/", 1)[-1]
+    for name in ("main", "master", "trunk"):
+        if repo.rev_parse(f"refs/heads/{name}") is not None:
+            return name
+    return None
+
+
+def _tables_named(doc: Mapping[str, Any], words: Sequence[str], prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for key in sorted(doc):
+        val = doc[key]
+        if isinstance(val, dict):
+            name = f"{prefix}{key}"
+            if any(w in key.lower() for w in words):
+                out.append((name, val))
+            else:
+                out += _tables_named(val, words, name + ".")
+    return out
+
+
+def _memory_section(srcs: Mapping[str, S.Source], files: _Files) -> str:
+    mem = [(p, s) for p, s in srcs.items() if "memory" in s.roles]
+    head = ("## Agent memory\n\nClaude Code loads these itself; read one only if it is missing from your context.\n\n")
+    if not mem:
+        return head + "None.\n\n"
+    rows = []
+    for path, src in mem:
+        if path in files.texts:
+            size = len(files.texts[path].encode("utf-8"))
+            extra = " (also in full below)" if "instruction" in src.roles else ""
+            rows.append(f"- `{path}` · sha256 {sha256_text(files.texts[path])} · {size} bytes{extra}")
+        elif src.alias_of:
+            rows.append(f"- `{path}` · symlink to `{src.alias_of}`")
+        elif src.status != "missing":
+            rows.append(f"- `{path}` · {_STATUS_WORDS.get(src.status, src.status)}")
+    return head + ("\n".join(rows) if rows else "None.") + "\n\n"
+
+
+def _left_out_section(sel: Any, withheld: Sequence[_Piece], skipped: Sequence[tuple[str, str]], state: Any) -> str:
+    parts = ["## Left out\n\n"]
+    shown = sel.left_out[:LEFT_OUT_SHOWN]
+    if shown:
+        parts.append("The closest sections not included (open one if you need it):\n\n")
+        parts += [f"- `{x.path}` § {x.heading} · lines {x.start}-{x.end} · sha256 {x.sha256[:16]}\n" for x in shown]
+        more = sel.left_out_total - len(shown)
+        if more > 0:
+            parts.append(f"- … and {more} more matching sections, listed in "
+                         f"`{state.json_name}` (`left_out`)\n")
+        parts.append("\n")
+    else:
+        parts.append("No other section matched the task.\n\n")
+    if withheld:
+        parts.append("Withheld (a known credential format is in the text; never copied anywhere):\n\n")
+        parts += [f"- `{w.path}` § {w.heading} · lines {w.start}-{w.end}\n" for w in withheld]
+        parts.append("\n")
+    if skipped:
+        parts.append("Skipped files:\n\n")
+        parts += [f"- `{p}`: {why}\n" for p, why in sorted(set(skipped))]
+        parts.append("\n")
+    return "".join(parts)
+
+
+# --- manifest and files -----------------------------------------------------------------------
+
+def _piece_rec(p: _Piece) -> dict[str, Any]:
+    return {"path": p.path, "heading": p.heading, "start": p.start, "end": p.end, "sha256": p.sha256, "why": p.why}
+
+
+def _manifest(state: Any, srcs: Mapping[str, S.Source], files: _Files, instr: Sequence[_Piece],
+              mandatory: Sequence[_Piece], relevant: Sequence[_Piece], sel: Any, withheld: Sequence[_Piece],
+              skipped: Sequence[tuple[str, str]], text: str) -> dict[str, Any]:
+    used = {p.path for p in (*instr, *mandatory, *relevant)}
+    records = []
+    for path, src in srcs.items():
+        rec = src.record()
+        smap = files.maps.get(path)
+        if smap is not None and (path in used or src.roles & {"instruction", "memory", "rule", "always", "nested"}):
+            rec["sections"] = [
+                {"heading": " › ".join(smap.heading_path(s.index)) or "(preamble)", "level": s.level,
+                 "start": s.start, "end": s.end, "sha256": s.sha256}
+                for s in smap.sections if not s.withheld
+            ]
+        records.append(rec)
+    from gitpilot.context.warm import extra_records
+
+    extras = sorted(p for p in srcs if p not in state.sources_at_plan)
+    fp = fingerprint(state.options.as_dict(), state.task_id,
+                     state.fp_records + extra_records(state, extras, {p: srcs[p].roles for p in extras}))
+    baseline = state.task_bytes + state.config_bytes + sum(
+        len(files.texts[p].encode("utf-8")) for p in sorted(files.texts) if p in srcs)
+    body = text.encode("utf-8")
+    return {
+        "format": MANIFEST_FORMAT,
+        "version": state.version,
+        "task_id": state.task_id,
+        "fingerprint": fp,
+        "extra_sources": extras,
+        "capsule_sha256": hashlib.sha256(body).hexdigest(),
+        "capsule_bytes": len(body),
+        "baseline_bytes": baseline,
+        "options": state.options.as_dict(),
+        "config": {"path": state.config_rel, "blob": state.config_blob},
+        "sources": records,
+        "instructions": [_piece_rec(p) for p in instr],
+        "mandatory": [_piece_rec(p) for p in mandatory],
+        "relevant": [_piece_rec(p) for p in relevant],
+        "left_out": [{"path": x.path, "heading": x.heading, "start": x.start, "end": x.end, "sha256": x.sha256,
+                      "reason": x.reason} for x in sel.left_out],
+        "left_out_total": sel.left_out_total,
+        "withheld": [{"path": w.path, "heading": w.heading, "start": w.start, "end": w.end} for w in withheld],
+        "skipped": [{"path": p, "why": why} for p, why in sorted(set(skipped))],
+        "parsed_files": files.parsed,
+        "query": {"terms": sel.query_terms, "identifiers": sel.identifiers},
+    }
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    return (json.dumps(manifest, sort_keys=True, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> CapsuleResult:
+    from gitpilot.store.tasks import TaskStore
+
+    body = text.encode("utf-8")
+    mbytes = manifest_bytes(manifest)
+    out_dir = repo.worktree_pilot_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md_path, json_path = out_dir / state.md_name, out_dir / state.json_name
+    _atomic_write(md_path, body)
+    _atomic_write(json_path, mbytes)
+    TaskStore(repo).write(state.task_id, {"capsule.md": body, "manifest.json": mbytes, "task.md":
+                                          state.task_text.encode("utf-8")}, "pilot: capsule")
+    return CapsuleResult(text, manifest, md_path, False, manifest["baseline_bytes"], len(body), state.task_id,
+                         json_path)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

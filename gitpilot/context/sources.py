@@ -1,0 +1,432 @@
+"""Which files feed the capsule, in which roles, and the safety rules for reading them.
+
+What is read: the working-tree text of tracked files (the agent works on the working tree,
+so a modified rule counts as modified). Blob ids are git's: the index id for a file whose
+stat data says it is unchanged, else the id of the working-tree bytes hashed the way
+``git hash-object`` does, so a dirty file is never served from a stale cache.
+
+Roles: ``instruction`` (``instruction_files`` at the root, in full), ``memory`` (what Claude
+Code loads itself: CLAUDE.md, .claude/CLAUDE.md, .claude/rules/*.md and their ``@imports``),
+``rule`` (instruction and memory files, CONTRIBUTING*, SECURITY*, ``rule_files``),
+``nested`` (an AGENTS.md/CLAUDE.md below the root), ``always`` (``always_include``) and
+``context`` (``files``, default every tracked *.md/*.mdx outside vendored, generated,
+test-data and translated paths).
+
+Safety: a credential-named file is never opened; an ignored file is named, never read;
+nothing outside the repository is read, whether reached through a symlink, a ``..`` path or
+an ``@../`` import; a non-UTF-8 file is skipped and named, a huge one bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from gitpilot.gitrun import run_git
+
+MAX_FILE_BYTES = 1_000_000
+MEMORY_FILES = ("CLAUDE.md", ".claude/CLAUDE.md")
+MEMORY_RULES_DIR = ".claude/rules"
+IMPORT_DEPTH = 5
+DEFAULT_FILES = ("*.md", "*.mdx")
+_IMPORT = re.compile(r"^[ \t]*@(\S+)[ \t]*$")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+
+# Path parts that mark vendored, generated, test-data or translated material.
+_SKIP_DIRS = frozenset(
+    """vendor vendors vendored node_modules bower_components jspm_packages third_party third-party
+    thirdparty external externals _vendor site-packages .venv venv .tox .nox Pods Carthage
+    dist build _build builddir generated __generated__ gen out target coverage htmlcov .next .nuxt
+    .docusaurus .vitepress/cache .cache .changeset .yarn
+    testdata test-data test_data fixtures __fixtures__ __snapshots__ snapshots golden goldens
+    i18n l10n locale locales translations translated""".split()
+)
+_LANGS = frozenset(
+    """ar bg bn ca cs da de el es et fa fi fr ga he hi hr hu hy id it ja ka kk km ko lt lv mk ml mn
+    ms my nb ne nl nn no pa pl pt ro ru si sk sl sq sr sv sw ta te th tl tr uk ur uz vi zh
+    pt-br pt-pt zh-cn zh-tw zh-hk zh-hans zh-hant es-419 es-es fr-ca en-gb""".split()
+)
+_LANG_SUFFIX = re.compile(r"[._-]([a-z]{2}(?:[-_][a-z]{2,4})?)$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stage-0 index entry."""
+
+    path: str
+    mode: str
+    blob: str
+
+
+@dataclass
+class Inventory:
+    """The index (``git ls-files -s``) and which entries differ from the working tree."""
+
+    root: Path
+    entries: dict[str, Entry]
+    dirty: frozenset[str]
+    _hashed: dict[str, str | None] = field(default_factory=dict)
+
+    def blob(self, path: str) -> str | None:
+        """The blob id of the working-tree content (None when the file is gone)."""
+        ent = self.entries.get(path)
+        if ent is not None and path not in self.dirty:
+            return ent.blob
+        if path not in self._hashed:
+            self._hashed[path] = hash_file(self.root, path)
+        return self._hashed[path]
+
+    def status(self, path: str) -> str:
+        if path in self.entries:
+            return "modified" if path in self.dirty else "clean"
+        return "untracked"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The ``[leanloop.context]`` settings."""
+
+    files: tuple[str, ...] = DEFAULT_FILES
+    files_configured: bool = False
+    instruction_files: tuple[str, ...] = ("CLAUDE.md", "AGENTS.md")
+    rule_files: tuple[str, ...] = ()
+    always_include: tuple[str, ...] = ()
+    always_include_headings: tuple[str, ...] = (
+        "safety", "security", "secrets", "credentials", "policy", "guardrails", "constraints",
+        "never", "do not", "must not", "forbidden", "human gates",
+    )
+    max_excerpt_bytes: int = 12000
+    max_section_bytes: int = 4000
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "files": list(self.files), "instruction_files": list(self.instruction_files),
+            "rule_files": list(self.rule_files), "always_include": list(self.always_include),
+            "always_include_headings": list(self.always_include_headings),
+            "max_excerpt_bytes": self.max_excerpt_bytes, "max_section_bytes": self.max_section_bytes,
+        }
+
+
+@dataclass
+class Source:
+    """One file the capsule considered: its roles, status and blob id."""
+
+    path: str
+    roles: set[str]
+    status: str  # clean, modified, untracked, ignored, credential, outside, missing, not-utf8, too-large
+    blob: str = ""
+    alias_of: str = ""  # a symlink to, or an @import-only file of, this path
+    note: str = ""
+
+    def record(self) -> dict[str, object]:
+        rec: dict[str, object] = {"path": self.path, "roles": sorted(self.roles), "status": self.status,
+                                  "blob": self.blob}
+        if self.alias_of:
+            rec["alias_of"] = self.alias_of
+        if self.note:
+            rec["note"] = self.note
+        return rec
+
+
+def git_blob_id(data: bytes) -> str:
+    """The id ``git hash-object`` gives ``data``."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def hash_file(root: Path, path: str) -> str | None:
+    full = root / path
+    try:
+        if os.path.islink(full):
+            return git_blob_id(os.fsencode(os.readlink(full)))
+        return git_blob_id(full.read_bytes())
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def inventory(root: Path) -> Inventory:
+    """Index entries and the dirty set, from two cheap git calls; no file is read."""
+    out = run_git(["ls-files", "-s", "-z"], root).stdout
+    entries: dict[str, Entry] = {}
+    conflicted: set[str] = set()
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, raw = rec.partition(b"\t")
+        mode, oid, stage = meta.split(b" ")
+        path = raw.decode("utf-8", "surrogateescape")
+        if stage != b"0":
+            conflicted.add(path)
+        if mode != b"160000":
+            entries[path] = Entry(path, mode.decode(), oid.decode())
+    diff = run_git(["diff-files", "--name-only", "-z"], root).stdout
+    dirty = {p.decode("utf-8", "surrogateescape") for p in diff.split(b"\0") if p} | conflicted
+    return Inventory(root, entries, frozenset(dirty))
+
+
+# --- path rules -------------------------------------------------------------------------------
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A gitignore-like glob: no slash matches the base name anywhere; ``**`` spans directories."""
+    pat = pattern.strip()
+    anchored = "/" in pat.rstrip("/")
+    pat = pat.lstrip("/")
+    out = []
+    i = 0
+    while i < len(pat):
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        out.append({"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c)))
+        i += 1
+    body = "".join(out)
+    return re.compile(("^" if anchored else "^(?:.*/)?") + body + "(?:/.*)?$" if pat.endswith("/") else
+                      ("^" if anchored else "^(?:.*/)?") + body + "$", re.IGNORECASE)
+
+
+def matches(path: str, patterns: Iterable[str]) -> bool:
+    return any(glob_regex(p).match(path) for p in patterns)
+
+
+def excluded_by_default(path: str) -> bool:
+    """Vendored, generated, test-data or translated documentation (the default ``files`` skips it)."""
+    parts = path.split("/")
+    for part in parts[:-1]:
+        low = part.lower()
+        if low in _SKIP_DIRS or part in _SKIP_DIRS or low in _LANGS:
+            return True
+    stem = parts[-1].rsplit(".", 1)[0].lower()
+    m = _LANG_SUFFIX.search(stem)
+    if m and m.group(1).replace("_", "-") in _LANGS and m.group(1) not in ("md",):
+        return True
+    return ".generated." in parts[-1].lower()
+
+
+def is_memory_path(path: str) -> bool:
+    return path in MEMORY_FILES or (path.startswith(MEMORY_RULES_DIR + "/") and path.lower().endswith(".md"))
+
+
+def is_rule_name(path: str, opts: Options) -> bool:
+    base = path.rsplit("/", 1)[-1].upper()
+    if base.startswith(("CONTRIBUTING", "SECURITY")) and base.endswith((".MD", ".MDX")):
+        return not excluded_by_default(path)
+    return matches(path, opts.rule_files) if opts.rule_files else False
+
+
+def nested_dir(path: str, opts: Options) -> str | None:
+    """The directory a nested AGENTS.md/CLAUDE.md applies to (None for other files and root ones)."""
+    if "/" not in path or path.startswith(".claude/"):
+        return None
+    base = path.rsplit("/", 1)[-1]
+    names = {n.rsplit("/", 1)[-1] for n in opts.instruction_files}
+    if base in names and not excluded_by_default(path):
+        return path.rsplit("/", 1)[0]
+    return None
+
+
+def inside(root: Path, path: str) -> bool:
+    """True when ``path`` (repository-relative) resolves, symlinks followed, inside ``root``."""
+    if path.startswith("/") or path.startswith("~"):
+        return False
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(real_root, path))
+    return real == real_root or real.startswith(real_root + os.sep)
+
+
+def normalize(base_dir: str, target: str) -> str | None:
+    """A repository-relative path for ``target`` seen from ``base_dir``; None when it leaves the repository."""
+    if target.startswith(("/", "~")):
+        return None
+    joined = os.path.normpath(os.path.join(base_dir, target)) if base_dir else os.path.normpath(target)
+    if joined == "." or joined.startswith("..") or os.path.isabs(joined):
+        return None
+    return joined.replace(os.sep, "/")
+
+
+# --- planning (cheap: no file contents) --------------------------------------------------------
+
+def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) -> dict[str, Source]:
+    """Every source that the index and a few stats name, with roles, status and blob id."""
+    cred = is_credential
+    assert callable(cred)
+    sources: dict[str, Source] = {}
+
+    def add(path: str, role: str) -> None:
+        src = sources.get(path)
+        if src is None:
+            src = sources[path] = Source(path, set(), "")
+        src.roles.add(role)
+
+    for path in inv.entries:
+        if matches(path, opts.files) and (opts.files_configured or not excluded_by_default(path)):
+            add(path, "context")
+        if is_memory_path(path):
+            add(path, "memory")
+            add(path, "rule")
+        if is_rule_name(path, opts):
+            add(path, "rule")
+        if nested_dir(path, opts) is not None:
+            add(path, "nested")
+    for path in opts.instruction_files:
+        add(path, "instruction")
+        add(path, "rule")
+    for path in MEMORY_FILES:
+        if path in sources or os.path.lexists(root / path):
+            add(path, "memory")
+            add(path, "rule")
+    rules_dir = root / MEMORY_RULES_DIR
+    if rules_dir.is_dir() and inside(root, MEMORY_RULES_DIR):
+        for dirpath, _dirs, names in sorted(os.walk(rules_dir)):
+            for name in sorted(names):
+                rel = os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
+                if rel.lower().endswith(".md"):
+                    add(rel, "memory")
+                    add(rel, "rule")
+    for entry in opts.always_include:
+        add(entry.split("#", 1)[0], "always")
+    for path, src in sources.items():
+        _set_status(root, inv, src, cred)
+    return dict(sorted(sources.items()))
+
+
+def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
+    assert callable(cred)
+    path = src.path
+    if normalize("", path) != path or not inside(root, path):
+        src.status = "outside"
+    elif cred(path):
+        src.status = "credential"
+    elif path in inv.entries:
+        src.status = inv.status(path)
+        src.blob = inv.blob(path) or ""
+        if not src.blob:
+            src.status = "missing"
+        elif inv.entries[path].mode == "120000" or os.path.islink(root / path):
+            src.status = "symlink" if src.status == "clean" else src.status
+    elif os.path.lexists(root / path):
+        src.status = "untracked"
+        src.blob = inv.blob(path) or ""
+    else:
+        src.status = "missing"
+
+
+def resolve_ignored(root: Path, sources: dict[str, Source]) -> None:
+    """Untracked sources that git ignores become ``ignored`` (named, never read)."""
+    untracked = [p for p, s in sources.items() if s.status == "untracked"]
+    if not untracked:
+        return
+    proc = run_git(["check-ignore", "-z", "--stdin"], root, input=b"\0".join(os.fsencode(p) for p in untracked) + b"\0",
+                   check=False)
+    for raw in proc.stdout.split(b"\0"):
+        path = raw.decode("utf-8", "surrogateescape")
+        if path in sources:
+            sources[path].status = "ignored"
+            sources[path].blob = ""
+
+
+def ignored_context_files(root: Path, opts: Options, limit: int = 50) -> list[str]:
+    """Ignored files that would otherwise be context files (names only; git reads no contents)."""
+    specs = [p if "/" in p else f":(glob)**/{p}" for p in opts.files]
+    proc = run_git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs], root, check=False)
+    names = sorted(p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p)
+    return names[:limit]
+
+
+# --- reading (cold path) ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loaded:
+    text: str | None
+    status: str  # "ok", "not-utf8", "too-large", "missing", "outside"
+
+
+def read_text(root: Path, path: str) -> Loaded:
+    """The exact UTF-8 text of a working-tree file inside the repository (never follows links out)."""
+    if not inside(root, path):
+        return Loaded(None, "outside")
+    full = root / path
+    try:
+        size = os.stat(full).st_size
+        if size > MAX_FILE_BYTES:
+            return Loaded(None, "too-large")
+        data = full.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return Loaded(None, "missing")
+    try:
+        return Loaded(data.decode("utf-8"), "ok")
+    except UnicodeDecodeError:
+        return Loaded(None, "not-utf8")
+
+
+def imports_of(text: str) -> list[str]:
+    """``@path`` lines (outside fenced code), in order, as written."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if m:
+            mark = m.group(1)
+            if fence is None:
+                fence = mark
+            elif mark[0] == fence[0] and len(mark) >= len(fence):
+                fence = None
+            continue
+        if fence is None:
+            im = _IMPORT.match(line)
+            if im and not im.group(1).startswith("@"):
+                out.append(im.group(1))
+    return out
+
+
+def only_imports(text: str) -> bool:
+    """True when every non-blank line is an ``@import`` (the file just points elsewhere)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("<!--")]
+    return bool(lines) and all(_IMPORT.match(ln) for ln in lines)
+
+
+def link_target(root: Path, path: str) -> str | None:
+    """The repository-relative target of a symlinked file (None: not a link, or outside)."""
+    full = root / path
+    if not os.path.islink(full):
+        return None
+    target = os.readlink(full)
+    base = path.rsplit("/", 1)[0] if "/" in path else ""
+    rel = normalize(base, target)
+    if rel is None or not inside(root, rel):
+        return ""
+    return rel
+
+
+def sorted_paths(paths: Iterable[str]) -> list[str]:
+    return sorted(set(paths))
+
+
+def under(path: str, directory: str) -> bool:
+    return directory == "" or path == directory or path.startswith(directory + "/")
+
+
+def applies_to(named: Sequence[str], directory: str, tracked: Iterable[str]) -> bool:
+    """True when a path the task names lies under ``directory`` (a full or trailing partial path)."""
+    d = directory.lower()
+    for name in named:
+        n = name.lower().strip("/")
+        if not n:
+            continue
+        if under(n, d) or d.endswith("/" + n) or d == n:
+            return True
+        if "/" in n or "." in n.rsplit("/", 1)[-1]:
+            suffix = "/" + n
+            if any(t.lower().endswith(suffix) and under(t.lower(), d) for t in tracked):
+                return True
+    return False

@@ -1,0 +1,159 @@
+"""The warm path: decide from index data alone whether the stored capsule is still right.
+
+Runs on every ``git pilot capsule``, so it stays light: no pygit2, no markdown-it, no
+parsing. It reads the index (``git ls-files -s``) and the stat-dirty list (``git diff-files``),
+hashes only the dirty sources, computes the context fingerprint, and serves the stored capsule
+when the fingerprint matches and the file on disk still has the hash its manifest recorded
+(a hand-edited capsule is rebuilt). A capsule missing on disk but present in the task record
+(another worktree, a cleaned git dir) is restored from the record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitpilot import __version__
+from gitpilot.context import sources as S
+from gitpilot.context.cache import fingerprint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gitpilot.config import Config
+    from gitpilot.context.capsule import CapsuleResult
+    from gitpilot.repo import Repo
+
+
+@dataclass
+class State:
+    """Everything both paths share: options, sources as planned from the index, names."""
+
+    root: Path
+    task_text: str
+    task_id: str
+    config: Config
+    options: S.Options
+    inventory: S.Inventory
+    sources: dict[str, S.Source]
+    fp_records: list[dict[str, Any]]
+    config_rel: str
+    config_blob: str
+    config_bytes: int
+    task_bytes: int
+    version: str = __version__
+    sources_at_plan: set[str] = field(default_factory=set)
+
+    @property
+    def md_name(self) -> str:
+        return f"capsule-{self.task_id}.md"
+
+    @property
+    def json_name(self) -> str:
+        return f"capsule-{self.task_id}.json"
+
+
+def options_from(cfg: Config) -> S.Options:
+    def tup(key: str) -> tuple[str, ...]:
+        return tuple(str(x) for x in cfg.get(key))
+
+    return S.Options(
+        files=tup("leanloop.context.files"),
+        files_configured=cfg.is_set("leanloop.context.files"),
+        instruction_files=tup("leanloop.context.instruction_files"),
+        rule_files=tup("leanloop.context.rule_files"),
+        always_include=tup("leanloop.context.always_include"),
+        always_include_headings=tup("leanloop.context.always_include_headings"),
+        max_excerpt_bytes=int(cfg.get("leanloop.context.max_excerpt_bytes")),
+        max_section_bytes=int(cfg.get("leanloop.context.max_section_bytes")),
+    )
+
+
+def prepare(repo: Repo, task_text: str) -> State:
+    from gitpilot import config as config_mod
+    from gitpilot.redact import is_credential_filename
+    from gitpilot.store.tasks import task_id
+
+    root = repo.workdir
+    cfg = config_mod.load(root)
+    opts = options_from(cfg)
+    inv = S.inventory(root)
+    srcs = S.plan(root, inv, opts, is_credential=is_credential_filename)
+    S.resolve_ignored(root, srcs)
+    config_rel, config_blob, config_bytes = "", "", 0
+    if cfg.path is not None:
+        config_rel = str(Path(cfg.path).resolve().relative_to(root.resolve())).replace("\\", "/")
+        data = Path(cfg.path).read_bytes()
+        config_blob, config_bytes = S.git_blob_id(data), len(data)
+    records = [s.record() for s in srcs.values()]
+    records.append({"path": config_rel or "(no config)", "roles": ["config"], "status": "file", "blob": config_blob})
+    tid = task_id(task_text)
+    return State(root, task_text, tid, cfg, opts, inv, srcs, records, config_rel, config_blob, config_bytes,
+                 len(task_text.encode("utf-8")), sources_at_plan=set(srcs))
+
+
+def extra_records(state: State, paths: Iterable[str], roles: Mapping[str, Iterable[str]]) -> list[dict[str, Any]]:
+    """Sources found by reading (imports, symlink targets), re-derived from the index and stats."""
+    from gitpilot.redact import is_credential_filename
+
+    out = []
+    for path in sorted(set(paths)):
+        src = S.Source(path, set(roles.get(path, ())), "")
+        S._set_status(state.root, state.inventory, src, is_credential_filename)
+        if src.status == "untracked":
+            S.resolve_ignored(state.root, {path: src})
+        out.append(src.record())
+    return out
+
+
+def current_fingerprint(state: State, manifest: Mapping[str, Any]) -> str:
+    extras = [str(p) for p in manifest.get("extra_sources", [])]
+    roles = {str(r["path"]): r.get("roles", []) for r in manifest.get("sources", []) if r.get("path") in extras}
+    return fingerprint(state.options.as_dict(), state.task_id, state.fp_records + extra_records(state, extras, roles))
+
+
+def try_reuse(repo: Repo, state: State) -> CapsuleResult | None:
+    """The stored capsule when nothing it depends on changed; None to build afresh."""
+    out_dir = repo.worktree_pilot_dir
+    md_path, json_path = out_dir / state.md_name, out_dir / state.json_name
+    try:
+        manifest = json.loads(json_path.read_bytes())
+        body = md_path.read_bytes()
+    except (FileNotFoundError, ValueError):
+        return _restore_from_record(repo, state, md_path, json_path)
+    if not isinstance(manifest, dict) or manifest.get("fingerprint") != current_fingerprint(state, manifest):
+        return None
+    if hashlib.sha256(body).hexdigest() != manifest.get("capsule_sha256"):
+        return None  # edited by hand: rebuild
+    return _result(state, manifest, body, md_path, json_path)
+
+
+def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Path) -> CapsuleResult | None:
+    ref = f"refs/pilot/tasks/{state.task_id}"
+    got = repo.cat_file_batch([f"{ref}:manifest.json", f"{ref}:capsule.md"])
+    mbytes, body = got[0], got[1]
+    if mbytes is None or body is None:
+        return None
+    try:
+        manifest = json.loads(mbytes)
+    except ValueError:
+        return None
+    if manifest.get("fingerprint") != current_fingerprint(state, manifest):
+        return None
+    if hashlib.sha256(body).hexdigest() != manifest.get("capsule_sha256"):
+        return None
+    from gitpilot.context.capsule import _atomic_write
+
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(md_path, body)
+    _atomic_write(json_path, mbytes)
+    return _result(state, manifest, body, md_path, json_path)
+
+
+def _result(state: State, manifest: dict[str, Any], body: bytes, md_path: Path, json_path: Path) -> CapsuleResult:
+    from gitpilot.context.capsule import CapsuleResult
+
+    return CapsuleResult(body.decode("utf-8"), manifest, md_path, True, int(manifest.get("baseline_bytes", 0)),
+                         len(body), state.task_id, json_path)
