@@ -1,0 +1,31 @@
+"""Agent adapters: one class per agent CLI behind the interface in ``base``.
+
+``ADAPTERS`` maps the ``--agent`` name to its class; ``get(name)`` returns an instance. A new
+agent (Grok, Copilot, Pi) is one module with an ``Adapter`` subclass and one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gitpilot.agents.base import Adapter
+from gitpilot.errors import UsageError
+
+ADAPTERS: dict[str, str] = {
+    "claude": "gitpilot.agents.claude:ClaudeAdapter",
+    "codex": "gitpilot.agents.codex:CodexAdapter",
+}
+
+
+def get(name: str, env: Mapping[str, str] | None = None) -> Adapter:
+    """The adapter for ``name`` (``claude``, ``codex``); UsageError for an unknown agent."""
+    import importlib
+
+    target = ADAPTERS.get(name)
+    if target is None:
+        raise UsageError(f"unknown agent {name!r} (known: {', '.join(sorted(ADAPTERS))})")
+    module, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    adapter = cls(env=env)
+    assert isinstance(adapter, Adapter)
+    return adapter
