@@ -39,7 +39,6 @@ def run_classify(data: bytes, *, as_json: bool, pinned: str | None) -> int:
     from gitpilot.quota import clock
     from gitpilot.quota.classify import classify
     from gitpilot.quota.resets import pinned as load_zone
-    from gitpilot.redact import redact
 
     if pinned:
         try:
@@ -52,9 +51,6 @@ def run_classify(data: bytes, *, as_json: bool, pinned: str | None) -> int:
         raise UsageError(f"bad {clock.ENV}: {exc}") from exc
     verdict = classify(data.decode("utf-8", "replace"), now, pinned)
     report = verdict.to_json()
-    report["evidence"] = redact(report["evidence"])
-    for stated in report["reset_stated"]:
-        stated["text"] = redact(stated["text"])
     if as_json:
         out(json.dumps(report, sort_keys=True, ensure_ascii=False))
         return 0

@@ -204,7 +204,7 @@ def classify(text: str, now: datetime, pinned_zone: str | None = None) -> Verdic
             stated.extend(found)
             ignored.extend(skipped)
     decision = resets.decide(stated, now, sorted(set(ignored)))
-    return Verdict(kind, _one_line(evidence), decision, tuple(signals))
+    return Verdict(kind, _one_line(_redact(evidence)), decision, tuple(signals))
 
 
 def classify_text(text: str) -> str | None:
@@ -406,6 +406,13 @@ def _text(value: object) -> str:
 
 def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else -1.0
+
+
+def _redact(text: str) -> str:
+    """Credentials in a known format never reach a report (an auth error may quote a key)."""
+    from gitpilot.redact import redact
+
+    return redact(text)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
