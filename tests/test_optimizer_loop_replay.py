@@ -127,7 +127,8 @@ def test_replay_through_the_real_git_pilot_process(case: str, git_repo: Path) ->
 
 def test_the_redirect_names_the_check_and_the_files_edited(git_repo: Path) -> None:
     pairs = [(p, hookfast.handle(p)) for p in hook_payloads(REPLAYS / "repeated-loop.jsonl", git_repo)]
-    texts = [out["hookSpecificOutput"]["additionalContext"] for _, out in pairs if out and "hookSpecificOutput" in out]
+    texts = [out["hookSpecificOutput"]["additionalContext"] for _, out in pairs
+             if out and "hookSpecificOutput" in out]
     assert texts == [
         "git pilot: `pytest tests/test_calc.py` has now failed 3 times in a row in this turn with the same "
         "error, with edits to /home/dev/proj/src/calc.py in between. Before editing again, revisit your "
@@ -135,8 +136,9 @@ def test_the_redirect_names_the_check_and_the_files_edited(git_repo: Path) -> No
         "behind your last edits."
     ]
     notices = [out["systemMessage"] for _, out in pairs if out and "systemMessage" in out]
-    assert notices == ["git pilot: the agent has run `pytest tests/test_calc.py` 5 times this turn with the "
-                       "same failure, even after a redirect. It may be stuck in a loop; consider stepping in."]
+    assert notices == ["git pilot: the agent has run `pytest tests/test_calc.py` 5 times this turn with "
+                       "the same failure, even after a redirect. It may be stuck in a loop; consider "
+                       "stepping in."]
 
 
 def test_real_sample_with_three_identical_failures_across_turns_stays_silent(git_repo: Path) -> None:

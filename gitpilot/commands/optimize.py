@@ -1,0 +1,188 @@
+"""``git pilot optimize``: agent hooks, learned command alternatives (and capability pruning).
+
+``enable|disable claude`` edits ``.claude/settings.local.json``; ``learned [--json]`` lists
+what the learner knows with its evidence; ``forget NAME`` drops one fact.
+
+Subcommands defined in other modules are listed in ``EXTRA_COMMANDS`` (one line each,
+``"name": "module:attribute"``) and imported only when they run, like the top-level
+``COMMANDS`` of ``gitpilot/cli.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gitpilot.errors import PilotError
+
+#: Other modules' ``git pilot optimize`` subcommands: name -> "module:attribute" of a click.Command.
+EXTRA_COMMANDS: dict[str, str] = {
+    "propose": "gitpilot.commands.optimize_prune:propose",
+    "apply": "gitpilot.commands.optimize_prune:apply",
+    "undo": "gitpilot.commands.optimize_prune:undo",
+}
+
+
+class _OptimizeGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n in EXTRA_COMMANDS if self._load(n) is not None)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return super().get_command(ctx, name) or self._load(name)
+
+    @staticmethod
+    def _load(name: str) -> click.Command | None:
+        target = EXTRA_COMMANDS.get(name)
+        if target is None:
+            return None
+        import importlib
+
+        module, _, attr = target.partition(":")
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:  # not written yet: the command simply does not exist
+                return None
+            raise
+        cmd = getattr(mod, attr, None)
+        return cmd if isinstance(cmd, click.Command) else None
+
+
+@click.group("optimize", cls=_OptimizeGroup,
+             help="Repository optimizer: agent hooks, learned command alternatives, pruning.")
+def command() -> None:
+    pass
+
+
+AGENTS = click.Choice(["claude"])
+
+
+def _repo() -> Any:
+    from gitpilot.repo import Repo
+
+    repo = Repo.discover(Path.cwd())
+    if repo.root is None:
+        raise PilotError("this is a bare repository; run git pilot optimize inside a worktree")
+    return repo
+
+
+@command.command("enable")
+@click.argument("agent", type=AGENTS)
+def enable_command(agent: str) -> int:
+    """Add git pilot's hooks to the agent's local settings."""
+    return run_enable(Path.cwd())
+
+
+@command.command("disable")
+@click.argument("agent", type=AGENTS)
+def disable_command(agent: str) -> int:
+    """Remove exactly the hooks that enable added."""
+    return run_disable(Path.cwd())
+
+
+@command.command("learned")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def learned_command(as_json: bool) -> int:
+    """List learned command alternatives with their evidence."""
+    return run_learned(as_json=as_json)
+
+
+@command.command("forget")
+@click.argument("name")
+def forget_command(name: str) -> int:
+    """Drop the learned fact NAME (as `learned` lists it)."""
+    return run_forget(name)
+
+
+def _settings(root: Path) -> Any:
+    from gitpilot import hookfast
+
+    return hookfast.settings_from(hookfast.read_toml(str(root)))
+
+
+def run_enable(cwd: Path) -> int:
+    from gitpilot.optimizer import claude_hooks
+    from gitpilot.output import out
+
+    repo = _repo()
+    added = claude_hooks.enable(repo.root, repo.common_dir)
+    rel = claude_hooks.SETTINGS.as_posix()
+    if added:
+        out(f"added git pilot hooks to {rel}: {', '.join(added)}")
+    else:
+        out(f"git pilot hooks are already in {rel}")
+    settings = _settings(repo.root)
+    out(f"failure-loop detection: {'on' if settings.loop_detection else 'off'} "
+        f"([optimizer] loop_detection in .gitpilot.toml)")
+    out(f"learned command alternatives: {'on' if settings.learn else 'off'} ([optimizer] learn)")
+    return 0
+
+
+def run_disable(cwd: Path) -> int:
+    from gitpilot.optimizer import claude_hooks
+    from gitpilot.output import out
+
+    repo = _repo()
+    removed = claude_hooks.disable(repo.root, repo.common_dir)
+    rel = claude_hooks.SETTINGS.as_posix()
+    if removed:
+        out(f"removed git pilot hooks from {rel}: {', '.join(removed)}")
+    else:
+        out(f"no git pilot hooks in {rel}")
+    return 0
+
+
+def _store(repo: Any) -> dict[str, Any]:
+    from gitpilot import hookfast
+    from gitpilot.optimizer import learn, statefile
+
+    data = statefile.read_json(hookfast.learned_path(str(repo.common_dir)))
+    return data if isinstance(data, dict) else learn.empty_store()
+
+
+def run_learned(*, as_json: bool) -> int:
+    from gitpilot.optimizer import learn
+    from gitpilot.output import out
+
+    repo = _repo()
+    rows = learn.listing(_store(repo))
+    enabled = _settings(repo.root).learn
+    if as_json:
+        out(json.dumps({"learn": enabled, "facts": rows}, indent=2, sort_keys=True, ensure_ascii=False))
+        return 0
+    if not enabled:
+        out("learning is off ([optimizer] learn = false); facts below are kept but not injected")
+    if not rows:
+        out("no learned facts")
+        return 0
+    for row in rows:
+        out(f"{row['name']}  [{row['status']}]  {row['unavailable'] or 'unavailable'}; "
+            f"use {row['replacement'] or '?'} ({row['confirmations']}/{row['needed']} sessions)")
+        for s in row["sessions"]:
+            out(f"    confirmed by session {s['session']} at {s['at']}")
+        if row["retired"]:
+            r = row["retired"]
+            out(f"    retired at {r['at']} by session {r['session']}: {r['reason']}")
+    return 0
+
+
+def run_forget(name: str) -> int:
+    from gitpilot import hookfast
+    from gitpilot.optimizer import learn, statefile
+    from gitpilot.output import out
+
+    repo = _repo()
+    path = hookfast.learned_path(str(repo.common_dir))
+    with statefile.locked(path):
+        store = _store(repo)
+        if not learn.forget(store, name):
+            known = ", ".join(sorted(store.get("facts", {}))) or "none"
+            raise PilotError(f"no learned fact named {name!r} (known: {known})")
+        statefile.write_json(path, store, indent=2)
+    out(f"forgot {name}")
+    return 0

@@ -1,0 +1,276 @@
+"""``git pilot optimize enable|disable claude`` and the ``git pilot hook claude`` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git, pilot_env, run_pilot
+
+SETTINGS = Path(".claude") / "settings.local.json"
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"]
+
+USER_SETTINGS = {
+    "permissions": {"allow": ["Bash(npm run lint)"], "deny": ["WebFetch"]},
+    "hooks": {
+        "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/log-bash.sh"}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "notify-send claude"}]}],
+    },
+    "model": "opus",
+}
+
+
+def our_groups(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    return [g for g in settings["hooks"].get(event, [])
+            if any("hook claude" in h["command"] for h in g["hooks"])]
+
+
+def test_enable_creates_the_settings_file_and_disable_removes_it(git_repo: Path) -> None:
+    proc = run_pilot("optimize", "enable", "claude", cwd=git_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert "added git pilot hooks to .claude/settings.local.json" in proc.stdout
+    settings = json.loads((git_repo / SETTINGS).read_text())
+    assert list(settings["hooks"]) == EVENTS
+    command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    assert command.split()[0] == sys.executable and os.path.isabs(command.split()[0])
+    assert command.endswith("-m gitpilot hook claude")
+    assert settings["hooks"]["PostToolUse"][0]["matcher"] == "Bash|Edit|Write|MultiEdit|NotebookEdit"
+
+    proc = run_pilot("optimize", "disable", "claude", cwd=git_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert not (git_repo / ".claude").exists()
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("indent", [4, "\t"])
+def test_enable_merges_and_disable_restores_the_users_file_byte_for_byte(git_repo: Path, indent: Any) -> None:
+    path = git_repo / SETTINGS
+    path.parent.mkdir()
+    original = json.dumps(USER_SETTINGS, indent=indent) + "\n"
+    path.write_text(original)
+
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    text = path.read_text()
+    settings = json.loads(text)
+    assert list(settings) == ["permissions", "hooks", "model"]  # key order kept
+    assert settings["permissions"] == USER_SETTINGS["permissions"]
+    # the user's own PostToolUse hook stays first and untouched; ours is appended
+    assert settings["hooks"]["PostToolUse"][0] == USER_SETTINGS["hooks"]["PostToolUse"][0]
+    assert len(our_groups(settings, "PostToolUse")) == 1
+    assert settings["hooks"]["Notification"] == USER_SETTINGS["hooks"]["Notification"]
+    first_indented = next(line for line in text.splitlines() if line[:1] in (" ", "\t"))
+    assert first_indented.startswith(indent if isinstance(indent, str) else " " * indent)
+    assert not first_indented.startswith((indent if isinstance(indent, str) else " " * indent) * 2)
+
+    proc = run_pilot("optimize", "disable", "claude", cwd=git_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert path.read_text() == original
+
+
+def test_enable_twice_adds_nothing_the_second_time(git_repo: Path) -> None:
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    before = (git_repo / SETTINGS).read_bytes()
+    proc = run_pilot("optimize", "enable", "claude", cwd=git_repo)
+    assert proc.returncode == 0
+    assert "already" in proc.stdout
+    assert (git_repo / SETTINGS).read_bytes() == before
+
+
+def test_disable_keeps_a_hook_the_user_added_after_enable(git_repo: Path) -> None:
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    path = git_repo / SETTINGS
+    settings = json.loads(path.read_text())
+    mine = {"matcher": "Edit", "hooks": [{"type": "command", "command": "prettier --write"}]}
+    settings["hooks"]["PostToolUse"].append(mine)
+    path.write_text(json.dumps(settings, indent=2) + "\n")
+
+    assert run_pilot("optimize", "disable", "claude", cwd=git_repo).returncode == 0
+    assert json.loads(path.read_text()) == {"hooks": {"PostToolUse": [mine]}}
+
+
+def test_enable_refuses_a_tracked_settings_file(git_repo: Path) -> None:
+    path = git_repo / SETTINGS
+    path.parent.mkdir()
+    path.write_text("{}\n")
+    git(git_repo, "add", "-f", str(SETTINGS))
+    git(git_repo, "commit", "-q", "-m", "settings")
+    proc = run_pilot("optimize", "enable", "claude", cwd=git_repo)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "git pilot: .claude/settings.local.json is tracked by git; git pilot only edits an untracked, "
+        "personal settings file (git rm --cached .claude/settings.local.json first, or add the hooks "
+        "by hand)"]
+    assert path.read_text() == "{}\n"
+
+
+@pytest.mark.parametrize("what", ["file", "dir"])
+def test_enable_refuses_a_symlink(git_repo: Path, tmp_path: Path, what: str) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "settings.local.json").write_text('{"model": "opus"}\n')
+    if what == "file":
+        (git_repo / ".claude").mkdir()
+        (git_repo / SETTINGS).symlink_to(elsewhere / "settings.local.json")
+    else:
+        (git_repo / ".claude").symlink_to(elsewhere)
+    proc = run_pilot("optimize", "enable", "claude", cwd=git_repo)
+    assert proc.returncode == 1
+    assert "is a symlink" in proc.stderr and "Traceback" not in proc.stderr
+    assert (elsewhere / "settings.local.json").read_text() == '{"model": "opus"}\n'
+
+
+def test_enable_reports_broken_json_with_its_position(git_repo: Path) -> None:
+    (git_repo / ".claude").mkdir()
+    (git_repo / SETTINGS).write_text('{\n  "model": "opus",\n}\n')
+    proc = run_pilot("optimize", "enable", "claude", cwd=git_repo)
+    assert proc.returncode == 1
+    assert f"{git_repo / SETTINGS}:3:1: invalid JSON" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# the installed hook, as Claude Code runs it
+# ---------------------------------------------------------------------------------------
+
+def failure(repo: Path, tid: str, session: str = "s-1", cmd: str = "pytest -q") -> dict[str, Any]:
+    return {"session_id": session, "transcript_path": "/dev/null", "cwd": str(repo), "prompt_id": "p",
+            "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+            "tool_input": {"command": cmd, "description": "run tests"}, "tool_use_id": tid,
+            "error": "Exit code 1\nFAILED tests/test_a.py::test_one - assert 1 == 2\n1 failed in 0.01s",
+            "is_interrupt": False}
+
+
+def installed_command(repo: Path) -> str:
+    assert run_pilot("optimize", "enable", "claude", cwd=repo).returncode == 0
+    settings = json.loads((repo / SETTINGS).read_text())
+    return str(settings["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"])
+
+
+def test_the_installed_command_works_from_a_plain_shell(git_repo: Path) -> None:
+    command = installed_command(git_repo)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    outputs = []
+    for i in range(3):
+        proc = subprocess.run(["sh", "-c", command], cwd=git_repo / ".claude", env=env,
+                              input=json.dumps(failure(git_repo, f"t{i}")).encode(), capture_output=True)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout.decode())
+    assert outputs[:2] == ["", ""]
+    assert "has now failed 3 times" in json.loads(outputs[2])["hookSpecificOutput"]["additionalContext"]
+
+
+def test_hook_outside_a_repository_is_silent(tmp_path: Path) -> None:
+    payload = failure(tmp_path, "t1")
+    proc = run_pilot("hook", "claude", cwd=tmp_path, input=json.dumps(payload).encode())
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'{"hook_event_name": "PostToolUse"}'])
+def test_hook_with_malformed_input_exits_0_silently(git_repo: Path, stdin: bytes) -> None:
+    proc = run_pilot("hook", "claude", cwd=git_repo, input=stdin)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_hook_does_nothing_when_loop_detection_is_off(git_repo: Path) -> None:
+    (git_repo / ".gitpilot.toml").write_text("[optimizer]\nloop_detection = false\n")
+    for i in range(4):
+        payload = json.dumps(failure(git_repo, f"t{i}")).encode()
+        proc = run_pilot("hook", "claude", cwd=git_repo, input=payload)
+        assert (proc.returncode, proc.stdout) == (0, "")
+    assert not (git_repo / ".git" / "pilot" / "loops").exists()
+
+
+def test_hook_with_a_broken_config_uses_defaults(git_repo: Path) -> None:
+    (git_repo / ".gitpilot.toml").write_text("[optimizer\nloop_threshold = \n")
+    outs = [run_pilot("hook", "claude", cwd=git_repo, input=json.dumps(failure(git_repo, f"t{i}")).encode())
+            for i in range(3)]
+    assert [p.returncode for p in outs] == [0, 0, 0]
+    assert outs[2].stdout and not outs[1].stdout
+
+
+def test_threshold_and_configured_checks_come_from_gitpilot_toml(git_repo: Path) -> None:
+    (git_repo / ".gitpilot.toml").write_text(
+        '[optimizer]\nloop_threshold = 2\n\n[[check]]\nname = "unit"\nrun = "./scripts/unit.sh --fast"\n')
+    first = run_pilot("hook", "claude", cwd=git_repo,
+                      input=json.dumps(failure(git_repo, "t1", cmd="./scripts/unit.sh --fast -v")).encode())
+    second = run_pilot("hook", "claude", cwd=git_repo,
+                       input=json.dumps(failure(git_repo, "t2", cmd="./scripts/unit.sh --fast")).encode())
+    assert first.stdout == ""
+    context = json.loads(second.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("git pilot: `check:unit` has now failed 2 times")
+
+
+def test_state_of_a_linked_worktree_lives_in_the_common_dir(git_repo: Path, tmp_path: Path) -> None:
+    wt = tmp_path / "wt"
+    git(git_repo, "worktree", "add", "-q", str(wt), "-b", "side")
+    sub = wt / "pkg"
+    sub.mkdir()
+    proc = run_pilot("hook", "claude", cwd=sub, input=json.dumps(failure(sub, "t1", session="wt-s")).encode())
+    assert proc.returncode == 0
+    state = json.loads((git_repo / ".git" / "pilot" / "loops" / "wt-s.json").read_text())
+    assert state["seen"] == ["t1"]
+    assert not (wt / ".git").is_dir()
+
+
+def _spawn(repo: Path, payload: dict[str, Any]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "gitpilot", "hook", "claude"], cwd=repo,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=pilot_env())
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(payload).encode())
+    proc.stdin.close()
+    return proc
+
+
+def test_concurrent_hooks_for_one_session_lose_no_update(git_repo: Path) -> None:
+    procs = [_spawn(git_repo, failure(git_repo, f"par-{i}", session="par")) for i in range(8)]
+    outs = [(p.wait(timeout=60), p.stdout.read() if p.stdout else b"") for p in procs]
+    assert all(code == 0 for code, _ in outs)
+    state = json.loads((git_repo / ".git" / "pilot" / "loops" / "par.json").read_text())
+    assert sorted(state["seen"]) == sorted(f"par-{i}" for i in range(8))
+    assert state["turn"]["tools"] == 8
+    assert state["turn"]["checks"]["pytest"]["streak"] == 8
+    # exactly one redirect and one notice among the eight, whichever processes won the lock
+    texts = [json.loads(o) for _, o in outs if o.strip()]
+    assert sum("hookSpecificOutput" in t for t in texts) == 1
+    assert sum("systemMessage" in t for t in texts) == 1
+
+
+def test_concurrent_duplicate_deliveries_count_once(git_repo: Path) -> None:
+    procs = [_spawn(git_repo, failure(git_repo, "same-id", session="dup")) for _ in range(6)]
+    assert [p.wait(timeout=60) for p in procs] == [0] * 6
+    state = json.loads((git_repo / ".git" / "pilot" / "loops" / "dup.json").read_text())
+    assert state["seen"] == ["same-id"]
+    assert state["turn"]["tools"] == 1
+
+
+def test_session_end_removes_the_session_state(git_repo: Path) -> None:
+    payload = json.dumps(failure(git_repo, "t1", session="end")).encode()
+    run_pilot("hook", "claude", cwd=git_repo, input=payload)
+    state = git_repo / ".git" / "pilot" / "loops" / "end.json"
+    assert state.exists()
+    end = {"session_id": "end", "cwd": str(git_repo), "hook_event_name": "SessionEnd", "reason": "other"}
+    assert run_pilot("hook", "claude", cwd=git_repo, input=json.dumps(end).encode()).returncode == 0
+    assert not state.exists()
+
+
+def test_hook_path_imports_no_heavy_module(git_repo: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from gitpilot.cli import main\n"
+        "code = main(['hook', 'claude'])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'click', 'pygit2', 'tomlkit', 'regex', 'markdown_it', 'colorama', 'blake3'})\n"
+        "sys.stderr.write(repr((code, heavy)))\n"
+    )
+    (git_repo / ".gitpilot.toml").write_text("[optimizer]\nloop_detection = true\nlearn = true\n")
+    for payload in (failure(git_repo, "t1"), {"session_id": "s-1", "cwd": str(git_repo),
+                                                "hook_event_name": "SessionStart", "source": "startup"}):
+        proc = subprocess.run([sys.executable, "-c", probe], cwd=git_repo, input=json.dumps(payload).encode(),
+                              capture_output=True, env=pilot_env())
+        assert proc.stderr.decode() == "(0, [])"
+
