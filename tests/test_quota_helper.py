@@ -74,6 +74,23 @@ class Scene:
         }
         TaskStore(self.repo).write(task_id(TASK_TEXT), files, "test: task record")
 
+    def due_ticket(self) -> None:
+        """A ticket written directly, already due, with no helper started."""
+        self.write_task(status="waiting-quota")
+        ticket = tickets.new_ticket(
+            project_root=self.root,
+            git_dir=self.repo.git_dir,
+            branch="main",
+            task_id=task_id(TASK_TEXT),
+            session=SESSION,
+            provider="claude",
+            reset_at=tickets.parse("2026-11-30T15:42:00Z"),
+            grace_minutes=2,
+            now=tickets.parse(STOPPED_AT),
+        )
+        tickets.write(self.pilot, ticket)
+        self.set_clock(RESUME_AT)
+
     def stop(self, output: str = CODEX_LIMIT, pinned: str | None = "Europe/London") -> str:
         """Run handle_stop in a short-lived process (the starter exits; the helper must not)."""
         script = (
@@ -310,20 +327,7 @@ def test_two_helpers_racing_for_one_ticket_resume_it_once(
     scene: Scene, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_RESUME_SECONDS", "0.3")
-    scene.write_task(status="waiting-quota")
-    ticket = tickets.new_ticket(
-        project_root=scene.root,
-        git_dir=scene.repo.git_dir,
-        branch="main",
-        task_id=task_id(TASK_TEXT),
-        session=SESSION,
-        provider="claude",
-        reset_at=tickets.parse("2026-11-30T15:42:00Z"),
-        grace_minutes=2,
-        now=tickets.parse(STOPPED_AT),
-    )
-    tickets.write(scene.pilot, ticket)
-    scene.set_clock(RESUME_AT)
+    scene.due_ticket()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     helpers = [
         subprocess.Popen([sys.executable, "-m", "gitpilot.quota.helper", str(scene.pilot)], env=env)
@@ -336,20 +340,7 @@ def test_two_helpers_racing_for_one_ticket_resume_it_once(
 
 def test_processes_claiming_one_due_ticket_resume_it_once(scene: Scene) -> None:
     # Below the helper lock: the atomic claim alone lets exactly one process resume.
-    scene.write_task(status="waiting-quota")
-    ticket = tickets.new_ticket(
-        project_root=scene.root,
-        git_dir=scene.repo.git_dir,
-        branch="main",
-        task_id=task_id(TASK_TEXT),
-        session=SESSION,
-        provider="claude",
-        reset_at=tickets.parse("2026-11-30T15:42:00Z"),
-        grace_minutes=2,
-        now=tickets.parse(STOPPED_AT),
-    )
-    tickets.write(scene.pilot, ticket)
-    scene.set_clock(RESUME_AT)
+    scene.due_ticket()
     script = (
         "import sys; from pathlib import Path; from gitpilot.quota import tickets; "
         "from gitpilot.quota.resume import process_due\n"
@@ -401,3 +392,27 @@ def test_ticket_file_is_complete_json_and_no_temp_file_is_left(scene: Scene) -> 
     assert (body["session"], body["provider"]) == (SESSION, "codex")
     assert (body["reset_at"], body["resume_at"]) == ("2026-11-30T15:42:00Z", RESUME_AT)
     assert [p.name for p in scene.pilot.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_failing_resume_is_recorded_and_not_repeated(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> None:
+    failing = scene.record.parent / "failing-resume"
+    failing.write_text(f'#!/bin/sh\necho "$1" >> {scene.record}\nexit 3\n')
+    failing.chmod(0o755)
+    monkeypatch.setenv("GIT_PILOT_QUOTA_RESUME_COMMAND", f"{failing} {{session}}")
+    scene.stop()
+    scene.set_clock(RESUME_AT)
+    failed = wait_for(lambda: scene.events("resume-failed"), "the failed resume")
+    assert isinstance(failed, list) and failed[0]["exit"] == 3
+    time.sleep(0.2)
+    assert scene.resumes() == [SESSION]
+    assert tickets.pending(scene.pilot) is None
+
+
+def test_the_resume_goes_through_git_pilot_resume(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitpilot.quota.resume import resume_argv
+
+    monkeypatch.delenv("GIT_PILOT_QUOTA_RESUME_COMMAND")
+    scene.stop()
+    ticket = tickets.pending(scene.pilot)
+    assert ticket is not None
+    assert resume_argv(ticket) == [sys.executable, "-m", "gitpilot", "resume", SESSION]

@@ -44,25 +44,32 @@ def process_due(pilot_dir: Path, ticket: Ticket) -> None:
         return  # another helper or a stop took it first
     try:
         now = clock.now()
-        reason = failed_condition(ticket, now)
-        if reason:
+        repo, reason = _open(ticket, now)
+        if repo is not None:
+            reason = failed_condition(repo, ticket)
+        if reason or repo is None:
             tickets.log_event(pilot_dir, "cancelled", ticket, now, reason=reason)
             return
         tickets.log_event(pilot_dir, "resuming", ticket, now)
-        code = resume_task(ticket)
-        tickets.log_event(pilot_dir, "resumed", ticket, clock.now(), exit=code)
+        code = resume_task(repo, ticket)
+        event = "resumed" if code == 0 else "resume-failed"
+        tickets.log_event(pilot_dir, event, ticket, clock.now(), exit=code)
     finally:
         taken.unlink(missing_ok=True)
 
 
-def failed_condition(ticket: Ticket, now: datetime) -> str:
-    """The first condition that no longer holds, as a short reason; empty when all hold."""
+def _open(ticket: Ticket, now: datetime) -> tuple[Repo | None, str]:
+    """The ticket's worktree, or why the ticket cannot be resumed before looking at it."""
     if now > ticket.expires_time:
-        return f"expired: more than three days past its resume time {ticket.resume_at}"
+        return None, f"expired: more than three days past its resume time {ticket.resume_at}"
     try:
-        repo = Repo.discover(ticket.project_root)
+        return Repo.discover(ticket.project_root), ""
     except PilotError as exc:
-        return f"worktree is gone: {exc}"
+        return None, f"worktree is gone: {exc}"
+
+
+def failed_condition(repo: Repo, ticket: Ticket) -> str:
+    """The first condition that no longer holds, as a short reason; empty when all hold."""
     checks: tuple[Callable[[Repo, Ticket], str], ...] = (
         _auto_resume_off,
         _other_checkout,
@@ -178,8 +185,13 @@ def _session_process_ps(session: str, mine: set[int]) -> int | None:
     return None
 
 
-def resume_task(ticket: Ticket) -> int:
-    """Continue the ticket's session through ``git pilot resume``; returns its exit code."""
+def resume_task(repo: Repo, ticket: Ticket) -> int:
+    """Continue the ticket's session through ``git pilot resume``; returns its exit code.
+
+    This is the whole boundary with the run machinery: a subprocess in the worktree, told by
+    ``GIT_PILOT_RESUME_REASON=quota`` and ``GIT_PILOT_RESUME_NOTE`` that the session stopped
+    on its quota, so it adds the short quota continuation to its usual Delta Resume message.
+    """
     env = dict(os.environ)
     env.update(
         GIT_PILOT_RESUME_REASON="quota",
@@ -190,7 +202,7 @@ def resume_task(ticket: Ticket) -> int:
         env.pop(name, None)
     try:
         proc = subprocess.run(
-            resume_argv(ticket), cwd=ticket.project_root, env=env, stdin=subprocess.DEVNULL, check=False
+            resume_argv(ticket), cwd=repo.workdir, env=env, stdin=subprocess.DEVNULL, check=False
         )
     except OSError as exc:
         sys.stderr.write(f"git pilot: quota resume could not start: {exc}\n")
