@@ -68,7 +68,8 @@ def trusted_remotes(cfg: Config) -> frozenset[str]:
 
 
 def load_records(repo: Repo, tree: str) -> list[Record]:
-    """Local records for ``tree`` plus those of remote copies (tagged with the remote)."""
+    """The records of ``tree``: those made here (no ``remote``) and those ``git pilot share pull``
+    merged in, each tagged by the pull with the remote it arrived from (see gitpilot/share)."""
     store = NotesStore(repo, CHECKS_REF)
     return parse_body(store.read(tree))
 

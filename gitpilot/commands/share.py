@@ -1,0 +1,109 @@
+"""``git pilot share setup|pull|push [REMOTE]``: check-pass notes shared between clones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from gitpilot import output
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gitpilot.share.sync import PullResult, PushResult
+
+
+@click.group("share")
+def command() -> None:
+    """Share check passes between clones through git notes (trust: [share] trust)."""
+
+
+@command.command("setup")
+@click.argument("remote", required=False)
+def setup_command(remote: str | None) -> int:
+    """Make plain `git fetch REMOTE` fetch git pilot's notes too (no push refspec is added)."""
+    from gitpilot.repo import Repo
+    from gitpilot.share import sync
+
+    repo = Repo.discover(Path.cwd())
+    name = sync.resolve_remote(repo, remote)
+    spec = sync.fetch_refspec(name)
+    if sync.setup(repo, name):
+        output.out(f"remote {name}: added fetch refspec {spec}")
+    else:
+        output.out(f"remote {name}: already fetches git pilot's notes ({spec})")
+    output.out(f"share passes with: git pilot share push {name}; "
+               f"trust them with [share] trust = [\"{name}\"]")
+    return 0
+
+
+@command.command("pull")
+@click.argument("remote", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def pull_command(remote: str | None, as_json: bool) -> int:
+    """Fetch REMOTE's check notes and merge them into ours, line by line."""
+    from gitpilot.repo import Repo
+    from gitpilot.share import sync
+
+    repo = Repo.discover(Path.cwd())
+    result = sync.pull(repo, sync.resolve_remote(repo, remote))
+    if as_json:
+        output.out(json.dumps(_pull_json(result), indent=2, sort_keys=True))
+    else:
+        for line in render_pull(result):
+            output.out(line)
+    _warn_skipped(result)
+    return 0
+
+
+@command.command("push")
+@click.argument("remote", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def push_command(remote: str | None, as_json: bool) -> int:
+    """Pull and merge REMOTE's check notes, then push the passes recorded here (never forced)."""
+    from gitpilot.repo import Repo
+    from gitpilot.share import sync
+
+    repo = Repo.discover(Path.cwd())
+    result = sync.push(repo, sync.resolve_remote(repo, remote))
+    if as_json:
+        data = _pull_json(result.pulled)
+        data.update({"pushed_lines": result.lines, "pushed_trees": result.objects,
+                     "attempts": result.attempts, "commit": result.commit})
+        output.out(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        for line in render_push(result):
+            output.out(line)
+    _warn_skipped(result.pulled)
+    return 0
+
+
+def render_pull(result: PullResult) -> list[str]:
+    if not result.present:
+        return [f"{result.remote} has no check notes yet"]
+    if not result.added:
+        return [f"pulled check notes from {result.remote}: nothing new"]
+    return [f"pulled check notes from {result.remote}: {result.added} record(s) on {result.objects} tree(s)"]
+
+
+def render_push(result: PushResult) -> list[str]:
+    lines = render_pull(result.pulled)
+    if result.commit is None:
+        lines.append(f"{result.remote} already has every check record made here")
+    else:
+        retried = f" after {result.attempts} attempts" if result.attempts > 1 else ""
+        lines.append(f"pushed {result.lines} check record(s) on {result.objects} tree(s) to "
+                     f"{result.remote}{retried}")
+    return lines
+
+
+def _pull_json(result: PullResult) -> dict[str, Any]:
+    return {"remote": result.remote, "present": result.present, "merged_lines": result.added,
+            "merged_trees": result.objects, "skipped_lines": result.skipped}
+
+
+def _warn_skipped(result: PullResult) -> None:
+    if result.skipped:
+        output.err(f"warning: skipped {result.skipped} malformed or unknown check record line(s) "
+                   f"from {result.remote}")

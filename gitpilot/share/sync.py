@@ -1,0 +1,328 @@
+"""``share setup|pull|push``: the fetch refspec, the validated line-wise merge, the leased push.
+
+See the package docstring for why the design is safe. Everything here is stock git
+plus ``NotesStore`` writes (one commit, compare-and-swap); nothing is forced or pruned.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitpilot.checks.records import CHECKS_REF, parse_line
+from gitpilot.errors import PilotError
+from gitpilot.gitrun import first_line
+from gitpilot.repo import Repo
+from gitpilot.share.validate import Accepted, accept_line, valid_remote_name
+from gitpilot.store.notes import Mutation, NotesStore, union_lines
+
+PUSH_ATTEMPTS = 8
+_RETRYABLE = ("stale info", "fetch first", "non-fast-forward", "cannot lock", "failed to lock",
+              "failed to update ref", "incorrect old value", "unable to lock", "atomic transaction failed")
+# Commands git runs for us must not start maintenance in the middle of a hook.
+_QUIET_GIT = ("-c", "gc.auto=0", "-c", "maintenance.auto=false")
+
+
+def fetch_refspec(remote: str) -> str:
+    return f"+refs/notes/pilot/*:refs/notes/remotes/{remote}/pilot/*"
+
+
+def tracking_ref(remote: str) -> str:
+    return f"refs/notes/remotes/{remote}/pilot/checks"
+
+
+@dataclass(frozen=True)
+class PullResult:
+    remote: str
+    present: bool  # the remote has check notes at all
+    objects: int = 0  # trees whose local notes gained lines
+    added: int = 0  # lines added to the local notes
+    skipped: int = 0  # remote lines refused (malformed, unknown, unsafe)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    remote: str
+    pulled: PullResult
+    objects: int = 0  # trees whose records were sent
+    lines: int = 0  # record lines sent
+    attempts: int = 1
+    commit: str | None = None  # the remote's new notes tip, when something was pushed
+    notes: list[str] = field(default_factory=list)
+
+
+# -- remotes -------------------------------------------------------------------------------
+def remotes(repo: Repo) -> list[str]:
+    out = repo.git("remote").decode("utf-8", "surrogateescape")
+    return sorted(r for r in out.split() if r)
+
+
+def resolve_remote(repo: Repo, name: str | None) -> str:
+    """The remote to share with: ``name``, else the branch's upstream remote, origin, or the only one."""
+    known = remotes(repo)
+    if name is None:
+        branch = repo.current_branch()
+        upstream = repo.config_get(f"branch.{branch}.remote") if branch else None
+        if upstream and upstream in known:
+            name = upstream
+        elif "origin" in known:
+            name = "origin"
+        elif len(known) == 1:
+            name = known[0]
+        else:
+            raise PilotError("no remote to share with: name one (git pilot share pull REMOTE)")
+    if name not in known:
+        listed = ", ".join(known) or "none"
+        raise PilotError(f"no remote named {name!r} (remotes: {listed})")
+    if not valid_remote_name(name):
+        raise PilotError(f"remote name {name!r} is not supported by git pilot share "
+                         "(use letters, digits, . _ -)")
+    return name
+
+
+# -- setup ---------------------------------------------------------------------------------
+def setup(repo: Repo, remote: str) -> bool:
+    """Add the notes fetch refspec to ``remote.<remote>.fetch``; False if it was there already.
+
+    Never touches ``remote.<remote>.push``: a push refspec there would replace git's default
+    push, and a plain ``git push`` would then push only notes.
+    """
+    key = f"remote.{remote}.fetch"
+    spec = fetch_refspec(remote)
+    have = repo.git_proc("config", "--get-all", key).stdout.decode("utf-8", "surrogateescape").splitlines()
+    if spec in have:
+        return False
+    repo.git("config", "--add", key, spec)
+    return True
+
+
+# -- pull ----------------------------------------------------------------------------------
+def fetch(repo: Repo, remote: str) -> None:
+    """Fetch the remote's ``refs/notes/pilot/*`` into ``refs/notes/remotes/<remote>/pilot/*``."""
+    args = [*_QUIET_GIT, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+            "--recurse-submodules=no", remote, fetch_refspec(remote)]
+    for attempt in range(5):
+        proc = repo.git_proc(*args, env={"GIT_TERMINAL_PROMPT": "0"})
+        if proc.returncode == 0:
+            return
+        msg = first_line(proc.stderr)
+        if not any(word in msg for word in ("cannot lock", "unable to lock", "File exists")):
+            why = msg or f"git fetch exit {proc.returncode}"
+            raise PilotError(f"cannot fetch notes from {remote}: {why}")
+        _backoff(attempt)  # a concurrent fetch holds the tracking ref's lock
+    raise PilotError(f"cannot fetch notes from {remote}: another fetch keeps the refs locked, try again")
+
+
+def pull(repo: Repo, remote: str) -> PullResult:
+    fetch(repo, remote)
+    return merge_remote(repo, remote)
+
+
+def merge_remote(repo: Repo, remote: str) -> PullResult:
+    """Merge the fetched copy of ``remote``'s check notes into ours, validated and tagged."""
+    tip = repo.rev_parse(f"{tracking_ref(remote)}^{{commit}}")
+    if tip is None:
+        return PullResult(remote, present=False)
+    paths = _paths_to_merge(repo, remote, tip)
+    incoming, skipped = _accepted_lines(repo, remote, tip, paths)
+    added: dict[str, int] = {}
+
+    def mutation(oid: str, accepted: list[Accepted]) -> Mutation:
+        def apply(old: bytes | None) -> bytes | None:
+            have = set(old.split(b"\n")) if old else set()
+            new = [a.tagged for a in accepted if a.tagged not in have and a.untagged not in have]
+            added[oid] = len(set(new))
+            return union_lines(old, b"\n".join(new)) if new else old
+
+        return apply
+
+    mutations = {oid: mutation(oid, acc) for oid, acc in incoming.items()}
+    if mutations:
+        NotesStore(repo, CHECKS_REF).update(mutations, f"git pilot: merge check notes from {remote}")
+    _write_marker(repo, remote, tip, repo.rev_parse(CHECKS_REF))
+    changed = sorted(o for o, n in added.items() if n)
+    return PullResult(remote, True, objects=len(changed), added=sum(added[o] for o in changed),
+                      skipped=skipped)
+
+
+def _accepted_lines(
+    repo: Repo, remote: str, tip: str, paths: dict[str, str]
+) -> tuple[dict[str, list[Accepted]], int]:
+    """Validated lines per annotated object, and how many lines were refused."""
+    oids = sorted(paths)
+    bodies = repo.cat_file_batch([f"{tip}:{paths[o]}" for o in oids])
+    incoming: dict[str, list[Accepted]] = {}
+    skipped = 0
+    for oid, body in zip(oids, bodies, strict=True):
+        for line in (body or b"").split(b"\n"):
+            if not line.strip():
+                continue
+            acc = accept_line(line, remote)
+            if acc is None:
+                skipped += 1
+            else:
+                incoming.setdefault(oid, []).append(acc)
+    return incoming, skipped
+
+
+
+
+# -- which notes changed since the last merge -------------------------------------------------
+def note_index(repo: Repo, commit: str) -> dict[str, tuple[str, str]]:
+    """Annotated object id -> (path, blob id) of its note in ``commit``'s tree, any fan-out."""
+    out = repo.git("ls-tree", "-r", "-z", "--full-tree", commit)
+    result: dict[str, tuple[str, str]] = {}
+    for rec in out.split(b"\0"):
+        meta, _, raw = rec.partition(b"\t")
+        parts = meta.split(b" ")
+        if len(parts) != 3 or parts[1] != b"blob":
+            continue
+        path = raw.decode("ascii", "replace")
+        oid = path.replace("/", "")
+        if len(oid) == 40 and all(c in "0123456789abcdef" for c in oid):
+            result[oid] = (path, parts[2].decode())
+    return result
+
+
+def _paths_to_merge(repo: Repo, remote: str, tip: str) -> dict[str, str]:
+    """The notes of ``tip`` that may hold lines we have not merged yet.
+
+    After a merge we remember (remote tip, local tip). If our notes still descend from that
+    local tip, only the notes that changed between the two remote tips need reading;
+    otherwise (first pull, or the local notes were replaced) every note is read.
+    """
+    index = note_index(repo, tip)
+    paths = {o: p for o, (p, _) in index.items()}
+    marker = _read_marker(repo, remote)
+    if marker is None:
+        return paths
+    old_remote, old_local = marker
+    local = repo.rev_parse(CHECKS_REF)
+    if local is None or old_remote == tip and old_local == local:
+        return {} if local is not None else paths
+    if not _is_ancestor(repo, old_local, local) or repo.rev_parse(f"{old_remote}^{{commit}}") is None:
+        return paths
+    before = note_index(repo, old_remote)
+    return {o: p for o, (p, blob) in index.items() if before.get(o, ("", ""))[1] != blob}
+
+
+def _is_ancestor(repo: Repo, old: str, new: str) -> bool:
+    return repo.git_proc("merge-base", "--is-ancestor", old, new).returncode == 0
+
+
+def _marker_path(repo: Repo, remote: str) -> Path:
+    return repo.pilot_dir / "share" / f"{remote}.merged"
+
+
+def _read_marker(repo: Repo, remote: str) -> tuple[str, str] | None:
+    try:
+        parts = _marker_path(repo, remote).read_text("ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(parts) != 2 or not all(len(p) == 40 for p in parts):
+        return None
+    return parts[0], parts[1]
+
+
+def _write_marker(repo: Repo, remote: str, remote_tip: str, local_tip: str | None) -> None:
+    if local_tip is None:
+        return
+    path = _marker_path(repo, remote)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(f"{remote_tip} {local_tip}\n", "ascii")
+    os.replace(tmp, path)
+
+
+# -- push ----------------------------------------------------------------------------------
+def push(repo: Repo, remote: str, attempts: int = PUSH_ATTEMPTS) -> PushResult:
+    """Pull and merge, then push the passes recorded here on top of the remote's notes."""
+    pulled = PullResult(remote, present=False)
+    for attempt in range(1, attempts + 1):
+        pulled = pull(repo, remote)
+        base = repo.rev_parse(f"{tracking_ref(remote)}^{{commit}}")
+        missing = local_lines_missing(repo, base)
+        if not missing:
+            return PushResult(remote, pulled, attempts=attempt)
+        commit = _commit_on(repo, base, missing, remote)
+        outcome = _push_commit(repo, remote, commit, base)
+        if outcome is None:
+            repo.update_ref(tracking_ref(remote), commit, base, "git pilot share push")
+            lines = sum(len(v) for v in missing.values())
+            return PushResult(remote, pulled, objects=len(missing), lines=lines, attempts=attempt,
+                              commit=commit)
+        if attempt < attempts:
+            _backoff(attempt)
+    raise PilotError(f"could not push check notes to {remote}: other pushes kept landing first "
+                     f"({attempts} attempts); try again")
+
+
+def local_lines_missing(repo: Repo, base: str | None) -> dict[str, list[bytes]]:
+    """Lines recorded here (no ``remote`` tag) that ``base``'s notes do not hold, per object."""
+    local_tip = repo.rev_parse(f"{CHECKS_REF}^{{commit}}")
+    if local_tip is None:
+        return {}
+    mine = {o: b for o, (_, b) in note_index(repo, local_tip).items()}
+    theirs = {o: b for o, (_, b) in note_index(repo, base).items()} if base else {}
+    oids = sorted(o for o, blob in mine.items() if theirs.get(o) != blob)
+    if not oids:
+        return {}
+    specs = [mine[o] for o in oids] + [theirs.get(o, "0" * 40) for o in oids]
+    bodies = repo.cat_file_batch(specs)
+    missing: dict[str, list[bytes]] = {}
+    for i, oid in enumerate(oids):
+        ours, remote_body = bodies[i] or b"", bodies[len(oids) + i] or b""
+        have = set(remote_body.split(b"\n"))
+        lines = sorted({ln for ln in ours.split(b"\n") if ln.strip() and ln not in have and _is_local(ln)})
+        if lines:
+            missing[oid] = lines
+    return missing
+
+
+def _is_local(line: bytes) -> bool:
+    rec = parse_line(line)
+    return rec is not None and rec.remote is None
+
+
+def _commit_on(repo: Repo, base: str | None, lines: dict[str, list[bytes]], remote: str) -> str:
+    """A notes commit whose parent is ``base`` (the remote's tip) with ``lines`` added."""
+    scratch = f"refs/notes/pilot-tmp/share-{os.getpid()}-{random.randrange(1 << 30):08x}"
+    try:
+        if base is not None and not repo.update_ref(scratch, base, None, "git pilot share: scratch"):
+            raise PilotError(f"cannot create the scratch ref {scratch}")
+        count = sum(len(v) for v in lines.values())
+        NotesStore(repo, scratch).add_lines(lines, f"git pilot: share {count} check record(s) to {remote}")
+        commit = repo.rev_parse(scratch)
+        if commit is None:
+            raise PilotError(f"cannot build the notes commit to push to {remote}")
+        return commit
+    finally:
+        repo.git_proc("update-ref", "-d", scratch)
+
+
+def _push_commit(repo: Repo, remote: str, commit: str, base: str | None) -> str | None:
+    """Push ``commit`` to the remote's checks ref if it still holds ``base``; None on success.
+
+    Returns git's reason when another pusher won the race (retry); raises on other errors.
+    """
+    lease = f"--force-with-lease={CHECKS_REF}:{base or ''}"
+    # --no-verify and GIT_PILOT_SKIP_HOOKS: this push may run inside our own pre-push hook.
+    env = {"GIT_PILOT_SKIP_HOOKS": "1", "GIT_TERMINAL_PROMPT": "0"}
+    proc = repo.git_proc(*_QUIET_GIT, "push", "--porcelain", "--no-verify", lease, remote,
+                         f"{commit}:{CHECKS_REF}", env=env)
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    if proc.returncode == 0:
+        return None
+    reasons = [ln for ln in text.splitlines() if ln.startswith("!") or "rejected" in ln or "lock" in ln]
+    if any(word in ln for ln in reasons for word in _RETRYABLE):
+        return reasons[0]
+    why = first_line(proc.stderr) or text.strip() or "git push failed"
+    raise PilotError(f"cannot push check notes to {remote}: {why}")
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(min(1.0, 0.05 * attempt) * (0.5 + random.random()))
+
