@@ -28,6 +28,18 @@ COMMANDS: dict[str, str] = {
     "demo": "gitpilot.commands.demo:command",
     "help": "gitpilot.commands.help:command",
     "quota": "gitpilot.commands.quota:command",
+    "run": "gitpilot.commands.run:command",
+    "resume": "gitpilot.commands.resume:command",
+    "stop": "gitpilot.commands.stop:command",
+    "status": "gitpilot.commands.status:command",
+    "state": "gitpilot.commands.state:command",
+    "doctor": "gitpilot.commands.doctor:command",
+    "capsule": "gitpilot.commands.capsule:command",
+    "optimize": "gitpilot.commands.optimize:command",
+    "share": "gitpilot.commands.share:command",
+    "hooks": "gitpilot.commands.hooks:command",
+    "hook": "gitpilot.commands.hook:command",
+    "sourcemap": "gitpilot.commands.sourcemap:command",
 }
 
 
@@ -69,6 +81,10 @@ def _fast_path(argv: list[str]) -> int | None:
         except ImportError:
             return None
         return int(claude_hook(sys.stdin.buffer.read(), argv[2:]))
+    if argv[:1] == ["capsule"]:
+        from gitpilot.context.runner import fast
+
+        return fast(argv[1:])
     if argv[:1] == ["check"] and set(argv[1:]) <= {"--json", "--explain", "--bail"}:
         from gitpilot.checks.engine import CheckOptions, run_checks
 

@@ -39,44 +39,64 @@ def fingerprint(options: Mapping[str, object], task_id: str, sources: Iterable[M
 
 def load_maps(
     repo: Repo,
-    texts: Mapping[str, tuple[str, str]],
-    parse: Callable[[str], SectionMap],
+    items: Mapping[str, tuple[str, str, list[str]]],
+    parse: Callable[[str, list[str]], SectionMap],
     *,
     use_cache: bool = True,
 ) -> tuple[dict[str, SectionMap], int]:
-    """Section maps for ``{path: (blob id, text)}``: from notes where present, else parsed and stored.
+    """Section maps for ``{path: (blob id, text, lines)}``: from notes where present, else parsed and stored.
 
     Returns the maps by path and how many files were parsed.
     """
     from gitpilot.context.markdown import SectionMap
+    from gitpilot.errors import PilotError
     from gitpilot.store.notes import NotesStore
 
     store = NotesStore(repo, SECTIONS_REF)
-    blobs = sorted({blob for blob, _ in texts.values() if blob})
-    stored = store.read_many(blobs) if (use_cache and blobs) else {}
+    blobs = sorted({blob for blob, _, _ in items.values() if blob})
+    stored = read_notes(repo, blobs) if (use_cache and blobs) else {}
     maps: dict[str, SectionMap] = {}
     fresh: dict[str, bytes] = {}
     parsed = 0
-    for path in sorted(texts):
-        blob, text = texts[path]
+    for path in sorted(items):
+        blob, text, lines = items[path]
         smap = SectionMap.from_json(stored[blob]) if blob in stored else None
-        if smap is not None and smap.line_count != _line_count(text):
-            smap = None  # a note that does not fit the text (a hash collision is not the worry; a bad note is)
+        if smap is not None and smap.line_count != len(lines):
+            smap = None  # a note that does not fit this text is ignored, and replaced
         if smap is None:
-            smap = parse(text)
+            smap = parse(text, lines)
             parsed += 1
             if blob:
                 fresh[blob] = smap.to_json()
         maps[path] = smap
-    if fresh:
+    if fresh and use_cache:
         try:
             store.put(fresh, f"pilot: section maps for {len(fresh)} file(s)")
-        except Exception:  # a cache that cannot be written is not an error for the capsule
-            pass
+        except PilotError:
+            pass  # a cache that cannot be written (a read-only repository) does not stop the capsule
     return maps, parsed
 
 
-def _line_count(text: str) -> int:
-    from gitpilot.context.markdown import split_lines
+def read_notes(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
+    """The section-map notes of ``oids``: one ``ls-tree`` of the notes tree, one batch read.
 
-    return len(split_lines(text))
+    (``NotesStore.read_many`` resolves a ``ref:path`` per object, which costs seconds for
+    thousands of files; any fan-out depth is understood here.)
+    """
+    tip = repo.rev_parse(SECTIONS_REF)
+    if tip is None:
+        return {}
+    wanted = set(oids)
+    listing = repo.git("ls-tree", "-r", "-z", tip)
+    found: dict[str, str] = {}
+    for rec in listing.split(b"\0"):
+        meta, _, path = rec.partition(b"\t")
+        parts = meta.split(b" ")
+        if len(parts) != 3 or parts[1] != b"blob":
+            continue
+        oid = path.replace(b"/", b"").decode("ascii", "replace")
+        if oid in wanted:
+            found[oid] = parts[2].decode("ascii")
+    names = sorted(found)
+    bodies = repo.cat_file_batch([found[o] for o in names])
+    return {o: b for o, b in zip(names, bodies, strict=True) if b is not None}

@@ -14,6 +14,7 @@ parsing anything.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -49,14 +50,44 @@ class CapsuleResult:
 
 def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True) -> CapsuleResult:
     """The capsule for ``task_text`` in ``repo``: reused when its fingerprint matches, else built."""
-    from gitpilot.context import warm
+    from gitpilot.context import stamp, warm
 
+    if use_cache and repo.root is not None:
+        hit = stamp.express(repo.root, task_text)
+        if hit is not None:
+            return result_from_hit(hit)
     state = warm.prepare(repo, task_text)
     if use_cache:
         hit = warm.try_reuse(repo, state)
         if hit is not None:
             return hit
     return _build(repo, task_text, state, use_cache=use_cache)
+
+
+def result_from_hit(hit: Any) -> CapsuleResult:
+    """The result for a capsule served by its stamp (the manifest is read from its file)."""
+    try:
+        manifest = json.loads(hit.json_path.read_bytes())
+    except (OSError, ValueError):
+        manifest = {}
+    return CapsuleResult(hit.body.decode("utf-8"), manifest, hit.md_path, True, int(hit.stamp["baseline_bytes"]),
+                         len(hit.body), hit.task_id, hit.json_path)
+
+
+def build_from_state(repo: Repo, state: Any, *, use_cache: bool = True) -> CapsuleResult:
+    """A fresh build from an already prepared state (the warm path missed)."""
+    return _build(repo, state.task_text, state, use_cache=use_cache)
+
+
+def _build(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
+    # Tens of thousands of small objects and no cycles: the cyclic collector only costs time here.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_capsule(repo, task_text, state, use_cache=use_cache)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # --- building ---------------------------------------------------------------------------------
@@ -87,7 +118,7 @@ class _Files:
     parsed: int = 0
 
 
-def _build(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
+def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
     from gitpilot.redact import contains_secret, is_credential_filename
 
     root: Path = state.root
@@ -228,12 +259,13 @@ def _load_maps(repo: Repo, srcs: Mapping[str, S.Source], files: _Files,
 
     for path, text in files.texts.items():
         files.lines[path] = split_lines(text)
-    md = {p: (srcs[p].blob, t) for p, t in files.texts.items() if _markdownish(p) or p in srcs}
+    md = {p: (srcs[p].blob, t, files.lines[p]) for p, t in files.texts.items() if _markdownish(p) or p in srcs}
     clean = {p: v for p, v in md.items() if not contains_secret(v[1])}
-    maps, parsed = load_maps(repo, clean, markdown.parse, use_cache=use_cache)
+    maps, parsed = load_maps(repo, clean, lambda text, lines: markdown.parse(text, None, lines),
+                             use_cache=use_cache)
     for path in sorted(set(md) - set(clean)):
         # A file with a credential in it: parsed fresh so the withheld flags are current.
-        maps[path] = markdown.parse(md[path][1], contains_secret)
+        maps[path] = markdown.parse(md[path][1], contains_secret, md[path][2])
         parsed += 1
     files.maps = maps
     files.parsed = parsed
@@ -606,6 +638,9 @@ def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> Capsu
     _atomic_write(json_path, mbytes)
     TaskStore(repo).write(state.task_id, {"capsule.md": body, "manifest.json": mbytes, "task.md":
                                           state.task_text.encode("utf-8")}, "pilot: capsule")
+    from gitpilot.context.warm import save_stamp
+
+    save_stamp(repo, state, manifest)
     return CapsuleResult(text, manifest, md_path, False, manifest["baseline_bytes"], len(body), state.task_id,
                          json_path)
 

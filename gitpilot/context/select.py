@@ -19,6 +19,7 @@ subsections that matter. Cuts always fall on section boundaries.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from bisect import bisect_right
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gitpilot.context.markdown import SectionMap, range_text, sha256_text
-from gitpilot.context.text import Identifier, identifiers, named_paths, tokens
+from gitpilot.context.text import Identifier, hits_for, identifiers, named_paths, term_counts, tokens, word_counts
 
 K1 = 1.2
 B = 0.75
@@ -182,23 +183,33 @@ def _path_words(path: str) -> list[str]:
     return tokens(" ".join(parts))
 
 
-def _build_nodes(docs: Sequence[Doc], excluded: Mapping[str, Sequence[tuple[int, int]]]) -> list[_Node]:
+def _build_nodes(docs: Sequence[Doc], excluded: Mapping[str, Sequence[tuple[int, int]]],
+                 terms: set[str]) -> list[_Node]:
+    """One node per candidate section, counting only the query's terms (and every word for length)."""
     nodes: list[_Node] = []
+    counted: list[tuple[Counter[str], list[str]]] = []
+    vocab: set[str] = set()
     for d, doc in enumerate(docs):
         path_tokens = _path_words(doc.path)
         title_tokens = [tokens(s.title) for s in doc.smap.sections]
+        shown = excluded.get(doc.path, ())
         for sec in doc.smap.sections:
-            if sec.withheld or _covered(excluded.get(doc.path, ()), sec.start, sec.end):
+            if sec.withheld or (shown and _covered(shown, sec.start, sec.end)):
                 continue
-            tf: Counter[str] = Counter(tokens(range_text(doc.lines, sec.start + (1 if sec.level else 0), sec.body_end)))
-            for t in title_tokens[sec.index]:
-                tf[t] += HEADING_WEIGHT
+            wc, length = word_counts(range_text(doc.lines, sec.start + (1 if sec.level else 0), sec.body_end))
+            vocab.update(wc)
+            extra = [t for t in title_tokens[sec.index] for _ in range(HEADING_WEIGHT)]
             anc = sec.parent
             while anc is not None:
-                tf.update(title_tokens[anc])
+                extra.extend(title_tokens[anc])
                 anc = doc.smap.sections[anc].parent
-            tf.update(path_tokens)
-            nodes.append(_Node(d, sec.index, tf, max(1, sum(tf.values()))))
+            extra.extend(path_tokens)
+            counted.append((wc, extra))
+            nodes.append(_Node(d, sec.index, Counter(), max(1, length + len(extra))))
+    hits = hits_for(vocab, terms)
+    for node, (wc, extra) in zip(nodes, counted, strict=True):
+        node.own_tf.update(term_counts(wc, hits, terms))
+        node.own_tf.update(t for t in extra if t in terms)
     return nodes
 
 
@@ -209,13 +220,14 @@ def _covered(ranges: Sequence[tuple[int, int]], start: int, end: int) -> bool:
 def _count_identifiers(docs: Sequence[Doc], nodes: list[_Node], ids: Sequence[Identifier]) -> list[str]:
     """Add each identifier's matches in a section's own part as a pseudo-term; returns the term names."""
     where: dict[tuple[int, int], _Node] = {(n.doc, n.sec): n for n in nodes}
+    texts = ["".join(doc.lines) for doc in docs] if ids else []
     terms: list[str] = []
     for ident in ids:
         term = f"\0id:{ident.text.lower()}"
         terms.append(term)
         rx = ident.regex()
         for d, doc in enumerate(docs):
-            text = "".join(doc.lines)
+            text = texts[d]
             if not rx.search(text):
                 continue
             starts = _line_starts(doc.lines)
@@ -273,12 +285,12 @@ def _aggregate_subtrees(docs: Sequence[Doc], nodes: list[_Node], terms: Iterable
             p.sub_len += n.sub_len
 
 
-def score(docs: Sequence[Doc], task: str, excluded: Mapping[str, Sequence[tuple[int, int]]]) -> tuple[list[_Node], dict[str, float], list[Identifier]]:
+def score(docs: Sequence[Doc], task: str, excluded: Mapping[str, Sequence[tuple[int, int]]]) -> tuple[list[_Node], _Query]:
     """Every candidate section with its score and signals."""
-    nodes = _build_nodes(docs, excluded)
-    if not nodes:
-        return nodes, {}, []
     weights = query_weights(task)
+    nodes = _build_nodes(docs, excluded, set(weights))
+    if not nodes:
+        return nodes, _Query({}, {}, (), ())
     ids = identifiers(task)
     id_terms = _count_identifiers(docs, nodes, ids)
     for ident, term in zip(ids, id_terms, strict=True):
@@ -295,12 +307,24 @@ def score(docs: Sequence[Doc], task: str, excluded: Mapping[str, Sequence[tuple[
     avg_sub = sum(n.sub_len for n in nodes) / total
     live = {t: w for t, w in weights.items() if df[t]}
     for n in nodes:
-        n.own_score = _bm25(n.own_tf, n.own_len, avg_own, live, idf)
-        sub = SUBTREE_WEIGHT * _bm25(n.sub_tf, n.sub_len, avg_sub, live, idf)
-        n.base = max(n.own_score, sub)
-        n.signals = _term_signals(n, live, idf, ids, id_terms)
+        if n.sub_tf:
+            n.own_score = _bm25(n.own_tf, n.own_len, avg_own, live, idf) if n.own_tf else 0.0
+            sub = SUBTREE_WEIGHT * _bm25(n.sub_tf, n.sub_len, avg_sub, live, idf)
+            n.base = max(n.own_score, sub)
     _apply_paths_and_priors(docs, nodes, task, ids, weights)
-    return nodes, idf, ids
+    return nodes, _Query(live, idf, ids, id_terms)
+
+
+@dataclass(frozen=True)
+class _Query:
+    weights: Mapping[str, float]
+    idf: Mapping[str, float]
+    ids: Sequence[Identifier]
+    id_terms: Sequence[str]
+
+    def signals(self, n: _Node) -> list[str]:
+        """Why a section scored: the names and words it matched, its path and convention signals."""
+        return _term_signals(n, self.weights, self.idf, self.ids, self.id_terms) + n.signals
 
 
 def _term_signals(n: _Node, weights: Mapping[str, float], idf: Mapping[str, float], ids: Sequence[Identifier], id_terms: Sequence[str]) -> list[str]:
@@ -322,6 +346,8 @@ def _apply_paths_and_priors(docs: Sequence[Doc], nodes: list[_Node], task: str, 
     paths = named_paths(list(ids))
     changelog_task = any(t in weights and weights[t] >= 1.0 for t in _CHANGELOG_TASK)
     file_boost = [_path_match(doc.path, paths) for doc in docs]
+    damped = [bool(_CHANGELOG.search(doc.path)) and not changelog_task for doc in docs]
+    kinds = [_file_kind(doc) for doc in docs]
     for n in nodes:
         doc = docs[n.doc]
         sec = doc.smap.sections[n.sec]
@@ -330,9 +356,9 @@ def _apply_paths_and_priors(docs: Sequence[Doc], nodes: list[_Node], task: str, 
         if boost:
             s += boost * ref * (1.0 if sec.parent is None else 0.6)
             n.signals.append(f"path {kind}")
-        if _CHANGELOG.search(doc.path) and not changelog_task:
+        if damped[n.doc]:
             s *= 0.4
-        prior_class, prior = _prior(doc, sec.title)
+        prior_class, prior = _prior(kinds[n.doc], sec.title)
         if prior_class:
             via_prior = prior * ref + 0.25 * s
             if via_prior > s:
@@ -362,13 +388,17 @@ def _path_match(path: str, named: Sequence[str]) -> tuple[str, float]:
     return best
 
 
-def _prior(doc: Doc, title: str) -> tuple[str, float]:
-    if not title:
+def _file_kind(doc: Doc) -> str:
+    """"dev" for rule files and developer-facing documents, "readme" for READMEs, else ""."""
+    if doc.rule or _DEV_FILE.search(doc.path):
+        return "dev"
+    return "readme" if doc.path.lower().rsplit("/", 1)[-1].startswith("readme") else ""
+
+
+def _prior(kind: str, title: str) -> tuple[str, float]:
+    if not title or not kind:
         return "", 0.0
-    dev = doc.rule or bool(_DEV_FILE.search(doc.path))
-    readme = doc.path.lower().rsplit("/", 1)[-1].startswith("readme")
-    if not dev and not readme:
-        return "", 0.0
+    dev = kind == "dev"
     for name, weight, rx in _CLASSES:
         if rx.search(title):
             if dev:
@@ -391,7 +421,8 @@ def select(
 ) -> Selection:
     """The excerpts for ``task`` from ``docs``, minus the ``excluded`` line ranges (shown elsewhere)."""
     excluded = excluded or {}
-    nodes, idf, ids = score(docs, task, excluded)
+    nodes, query = score(docs, task, excluded)
+    ids = query.ids
     if not nodes:
         return Selection([], [], 0, [], [])
     by_key = {(n.doc, n.sec): n for n in nodes}
@@ -431,10 +462,10 @@ def select(
         if mode == "own":
             relaxed.update((n.doc, c) for c in docs[n.doc].smap.kids(n.sec))
     _promote_parents(docs, chosen, sizes, max_section_bytes)
-    picks = _runs(docs, by_key, chosen, excluded)
-    left = _left_out(docs, nodes, chosen, too_big)
+    picks = _runs(docs, by_key, chosen, excluded, query)
+    left, left_total = _left_out(docs, nodes, chosen, too_big)
     terms = sorted(t for t in query_weights(task))
-    return Selection(picks, left[:MANIFEST_LEFT_OUT], len(left), terms, [i.text for i in ids])
+    return Selection(picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids])
 
 
 class _Sizes:
@@ -515,7 +546,8 @@ def _promote_parents(docs: Sequence[Doc], chosen: dict[tuple[int, int], str], si
                 break
 
 
-def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: Mapping[tuple[int, int], str], excluded: Mapping[str, Sequence[tuple[int, int]]]) -> list[Pick]:
+def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: Mapping[tuple[int, int], str],
+          excluded: Mapping[str, Sequence[tuple[int, int]]], query: _Query) -> list[Pick]:
     """Chosen ranges per file, minus lines shown elsewhere and withheld parts, as contiguous excerpts."""
     per_doc: dict[int, list[tuple[int, int, tuple[int, int]]]] = {}
     for key, mode in chosen.items():
@@ -542,7 +574,7 @@ def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: 
             label = " › ".join(doc.smap.heading_path(first.index)) or "(preamble)"
             if len(keys) > 1:
                 label += f" (+{len(keys) - 1} more section{'s' if len(keys) > 2 else ''})"
-            signals = sorted({s for n in nodes for s in n.signals})
+            signals = sorted({s for n in nodes for s in query.signals(n)})
             picks.append(Pick(doc.path, start, end, label, max(n.score for n in nodes), tuple(signals)))
     picks.sort(key=lambda p: (-round(p.score, 9), p.path, p.start))
     return picks
@@ -567,15 +599,16 @@ def _trim(lines: Sequence[str], a: int, b: int) -> int:
     return b
 
 
-def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple[int, int], str], too_big: set[tuple[int, int]]) -> list[LeftOut]:
+def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple[int, int], str], too_big: set[tuple[int, int]]) -> tuple[list[LeftOut], int]:
     shown: dict[int, list[tuple[int, int]]] = {}
     for (d, s), mode in chosen.items():
         sec = docs[d].smap.sections[s]
         shown.setdefault(d, []).append((sec.start, sec.end if mode == "tree" else sec.body_end))
     out = []
-    for n in nodes:
-        if n.base <= 0 and not n.prior:
-            continue
+    ranked = heapq.nlargest(MANIFEST_LEFT_OUT + 200, (n for n in nodes if n.base > 0 or n.prior),
+                            key=lambda n: (n.score, -n.doc, -n.sec))
+    total = sum(1 for n in nodes if n.base > 0 or n.prior)
+    for n in ranked:
         sec = docs[n.doc].smap.sections[n.sec]
         if _covered(shown.get(n.doc, []), sec.start, sec.body_end):
             continue
@@ -585,4 +618,4 @@ def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple
         sha = sec.sha256 or sha256_text(range_text(docs[n.doc].lines, sec.start, end))
         out.append(LeftOut(docs[n.doc].path, heading, sec.start, end, sha, n.score, reason))
     out.sort(key=lambda x: (-round(x.score, 9), x.path, x.start))
-    return out
+    return out, total - (len(ranked) - len(out))

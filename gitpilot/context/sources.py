@@ -196,7 +196,13 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def matches(path: str, patterns: Iterable[str]) -> bool:
-    return any(glob_regex(p).match(path) for p in patterns)
+    for p in patterns:
+        if p.startswith("*.") and "/" not in p and not any(c in p[2:] for c in "*?[") :
+            if path.lower().endswith(p[1:].lower()):
+                return True
+        elif glob_regex(p).match(path):
+            return True
+    return False
 
 
 def excluded_by_default(path: str) -> bool:
@@ -303,7 +309,11 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
 def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
     assert callable(cred)
     path = src.path
-    if normalize("", path) != path or not inside(root, path):
+    ent = inv.entries.get(path)
+    # A clean regular index entry lies inside the working tree (git never tracks files behind a
+    # symlinked directory); anything else is resolved on disk.
+    trusted = ent is not None and path not in inv.dirty and ent.mode in ("100644", "100755")
+    if not trusted and (normalize("", path) != path or not inside(root, path)):
         src.status = "outside"
     elif cred(path):
         src.status = "credential"
@@ -312,7 +322,7 @@ def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
         src.blob = inv.blob(path) or ""
         if not src.blob:
             src.status = "missing"
-        elif inv.entries[path].mode == "120000" or os.path.islink(root / path):
+        elif not trusted and (inv.entries[path].mode == "120000" or os.path.islink(root / path)):
             src.status = "symlink" if src.status == "clean" else src.status
     elif os.path.lexists(root / path):
         src.status = "untracked"

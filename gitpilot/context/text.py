@@ -11,10 +11,11 @@ section.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-_WORD = re.compile(r"[^\W_](?:[\w'’]*[^\W_])?|_+\w+")
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _STOP = frozenset(
     """a an and are as at be been being but by can could did do does doing done for from had has
@@ -97,6 +98,42 @@ def tokens(text: str) -> list[str]:
     for word in _WORD.findall(text):
         out.extend(word_tokens(word))
     return out
+
+
+def word_counts(text: str) -> tuple[Counter[str], int]:
+    """Each surface word of ``text`` with its count, and the number of words."""
+    words = _WORD.findall(text)
+    return Counter(words), len(words)
+
+
+def hits_for(vocab: Iterable[str], terms: Iterable[str]) -> frozenset[str]:
+    """The surface words whose tokens include one of ``terms``."""
+    want = set(terms)
+    return frozenset(w for w in vocab if not want.isdisjoint(_CACHE.get(w) or word_tokens(w)))
+
+
+def term_counts(wc: Counter[str], hits: frozenset[str], terms: set[str] | frozenset[str]) -> dict[str, int]:
+    """Counts of the query ``terms`` among counted words (only the words in ``hits`` can hold one)."""
+    out: dict[str, int] = {}
+    for word in hits.intersection(wc):
+        n = wc[word]
+        for t in _CACHE.get(word) or word_tokens(word):
+            if t in terms:
+                out[t] = out.get(t, 0) + n
+    return out
+
+
+def token_counts(text: str) -> Counter[str]:
+    """How often each normalized token occurs in ``text`` (words are counted first: much faster)."""
+    counts: Counter[str] = Counter()
+    cache = _CACHE
+    for word, n in Counter(_WORD.findall(text)).items():
+        toks = cache.get(word)
+        if toks is None:
+            toks = word_tokens(word)
+        for t in toks:
+            counts[t] += n
+    return counts
 
 
 # --- identifiers a task names ----------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ class State:
     task_bytes: int
     version: str = __version__
     sources_at_plan: set[str] = field(default_factory=set)
+    index_sig: list[int] = field(default_factory=list)
 
     @property
     def md_name(self) -> str:
@@ -76,7 +78,10 @@ def prepare(repo: Repo, task_text: str) -> State:
     from gitpilot.redact import is_credential_filename
     from gitpilot.store.tasks import task_id
 
+    from gitpilot.context.stamp import signature
+
     root = repo.workdir
+    index_sig = signature(repo.git_dir / "index")  # before reading the index: a later change misses
     cfg = config_mod.load(root)
     opts = options_from(cfg)
     inv = S.inventory(root)
@@ -91,7 +96,7 @@ def prepare(repo: Repo, task_text: str) -> State:
     records.append({"path": config_rel or "(no config)", "roles": ["config"], "status": "file", "blob": config_blob})
     tid = task_id(task_text)
     return State(root, task_text, tid, cfg, opts, inv, srcs, records, config_rel, config_blob, config_bytes,
-                 len(task_text.encode("utf-8")), sources_at_plan=set(srcs))
+                 len(task_text.encode("utf-8")), sources_at_plan=set(srcs), index_sig=index_sig)
 
 
 def extra_records(state: State, paths: Iterable[str], roles: Mapping[str, Iterable[str]]) -> list[dict[str, Any]]:
@@ -127,7 +132,37 @@ def try_reuse(repo: Repo, state: State) -> CapsuleResult | None:
         return None
     if hashlib.sha256(body).hexdigest() != manifest.get("capsule_sha256"):
         return None  # edited by hand: rebuild
+    save_stamp(repo, state, manifest)
     return _result(state, manifest, body, md_path, json_path)
+
+
+def probe_paths(state: State, extras: Iterable[str]) -> list[str]:
+    """Files outside the index whose appearance or change the index cannot show."""
+    probes = {p for p, s in state.sources.items() if p not in state.inventory.entries}
+    probes.update(p for p in extras if p not in state.inventory.entries)
+    probes.update(state.options.instruction_files)
+    probes.update(S.MEMORY_FILES)
+    probes.update([".claude", S.MEMORY_RULES_DIR])
+    rules = state.root / S.MEMORY_RULES_DIR
+    if rules.is_dir():
+        for dirpath, _dirs, _names in os.walk(rules):
+            probes.add(os.path.relpath(dirpath, state.root).replace(os.sep, "/"))
+    for entry in state.options.always_include:
+        probes.add(entry.split("#", 1)[0])
+    return sorted(probes)
+
+
+def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any]) -> None:
+    """Write the express-path stamp for a capsule that the full check just accepted or built."""
+    from gitpilot.context.stamp import write_stamp
+
+    extras = [str(p) for p in manifest.get("extra_sources", [])]
+    sources = set(state.sources) | set(extras)
+    dirty = {p: state.inventory.blob(p) or "" for p in sorted(sources) if p in state.inventory.dirty}
+    write_stamp(repo.git_dir, state.root, state.task_id, index_sig=state.index_sig,
+                fingerprint=str(manifest.get("fingerprint")), capsule_sha256=str(manifest.get("capsule_sha256")),
+                sources=sources, dirty=dirty, probes=probe_paths(state, extras),
+                baseline_bytes=int(manifest.get("baseline_bytes", 0)), capsule_bytes=int(manifest.get("capsule_bytes", 0)))
 
 
 def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Path) -> CapsuleResult | None:
@@ -149,6 +184,7 @@ def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Pat
     md_path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(md_path, body)
     _atomic_write(json_path, mbytes)
+    save_stamp(repo, state, manifest)
     return _result(state, manifest, body, md_path, json_path)
 
 

@@ -1,0 +1,129 @@
+"""Running ``git pilot capsule`` without click: the task's source, the build, the rendering.
+
+Kept free of click so ``cli._fast_path`` can serve a warm capsule with the lightest imports.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gitpilot.errors import UsageError
+
+
+def read_task(task_file: str | None, task: str | None) -> str:
+    """The task text from exactly one of the options, or from stdin when it is not a terminal."""
+    if task_file is not None and task is not None:
+        raise UsageError("give --task or --task-file, not both")
+    if task is not None:
+        text = task
+    elif task_file is not None:
+        if task_file == "-":
+            text = sys.stdin.buffer.read().decode("utf-8")
+        else:
+            try:
+                text = Path(task_file).read_bytes().decode("utf-8")
+            except FileNotFoundError as exc:
+                raise UsageError(f"no such task file: {task_file}") from exc
+            except UnicodeDecodeError as exc:
+                raise UsageError(f"task file is not UTF-8: {task_file}") from exc
+    elif not sys.stdin.isatty():
+        text = sys.stdin.buffer.read().decode("utf-8")
+    else:
+        raise UsageError("no task: give --task TEXT, --task-file F, or the task on stdin")
+    if not text.strip():
+        raise UsageError("the task is empty")
+    return text
+
+
+def run(cwd: Path, task_text: str, *, print_: bool, as_json: bool) -> int:
+    from gitpilot.context.stamp import express
+    from gitpilot.output import out, write
+
+    hit = express(cwd, task_text)
+    if hit is not None and not as_json:
+        if print_:
+            write(hit.body)
+        else:
+            out(_line("reused", len(hit.body), int(hit.stamp["baseline_bytes"]), str(hit.md_path)))
+        return 0
+    result = _full(cwd, task_text, hit)
+    if print_:
+        write(result.text.encode("utf-8"))
+        return 0
+    sizes = {
+        "task_id": result.task_id,
+        "path": str(result.path) if result.path else None,
+        "manifest_path": str(result.json_path) if result.json_path else None,
+        "reused": result.reused,
+        "baseline_bytes": result.baseline_bytes,
+        "capsule_bytes": result.capsule_bytes,
+        "reduction": _reduction(result.baseline_bytes, result.capsule_bytes),
+    }
+    if as_json:
+        out(json.dumps({**sizes, "manifest": result.manifest}, sort_keys=True, ensure_ascii=False))
+        return 0
+    out(_line("reused" if result.reused else "built", result.capsule_bytes, result.baseline_bytes, str(result.path)))
+    return 0
+
+
+def _full(cwd: Path, task_text: str, hit: Any) -> Any:
+    from gitpilot.context import warm
+
+    if hit is not None:
+        from gitpilot.context.capsule import result_from_hit
+
+        return result_from_hit(hit)
+    from gitpilot.repo import Repo
+
+    repo = Repo.discover(cwd)
+    state = warm.prepare(repo, task_text)
+    result = warm.try_reuse(repo, state)
+    if result is None:
+        from gitpilot.context.capsule import build_from_state
+
+        result = build_from_state(repo, state)
+    return result
+
+
+def _line(state: str, capsule: int, baseline: int, path: str) -> str:
+    return f"capsule {state}: {capsule} bytes, baseline {baseline} bytes ({_percent(baseline, capsule)}) → {path}"
+
+
+def _percent(baseline: int, capsule: int) -> str:
+    if not baseline:
+        return "no baseline"
+    change = 1 - capsule / baseline
+    return f"{change:.0%} fewer" if change >= 0 else f"{-change:.0%} more"
+
+
+def _reduction(baseline: int, capsule: int) -> float:
+    return round(1 - capsule / baseline, 4) if baseline else 0.0
+
+
+def fast(argv: list[str]) -> int | None:
+    """The command without click, for ``cli._fast_path``: None when argv needs the full parser."""
+    args = list(argv)
+    task: str | None = None
+    task_file: str | None = None
+    flags = {"--print": False, "--json": False}
+    while args:
+        a = args.pop(0)
+        if a in flags:
+            flags[a] = True
+        elif a in ("--task", "--task-file") and args:
+            if a == "--task":
+                task = args.pop(0)
+            else:
+                task_file = args.pop(0)
+        elif a.startswith(("--task=", "--task-file=")):
+            key, _, val = a.partition("=")
+            if key == "--task":
+                task = val
+            else:
+                task_file = val
+        else:
+            return None
+    return run(Path.cwd(), read_task(task_file, task), print_=flags["--print"], as_json=flags["--json"])
