@@ -1,0 +1,77 @@
+"""``git pilot run [--task-file F | TEXT] [--agent claude] [--dry-run]``: start or resume a task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gitpilot.errors import PilotError, UsageError
+
+
+@click.command("run")
+@click.argument("text", required=False)
+@click.option("--task-file", type=click.Path(dir_okay=False, path_type=Path), help="The task file.")
+@click.option("--agent", default=None, metavar="NAME", help="The agent CLI: claude (default) or codex.")
+@click.option("--dry-run", is_flag=True, help="Print the capsule path and the exact command; run nothing.")
+def command(text: str | None, task_file: Path | None, agent: str | None, dry_run: bool) -> int:
+    """Start the agent on a task with its Context Capsule, or resume its session (Delta Resume)."""
+    from gitpilot.repo import Repo
+    from gitpilot.tasks.run import run
+
+    task = read_task(text, task_file)
+    report = run(Repo.discover(Path.cwd()), task, agent=agent, dry_run=dry_run, task_file=task_file,
+                 notify=_notify)
+    return render(report)
+
+
+def read_task(text: str | None, task_file: Path | None) -> str:
+    if text is not None and task_file is not None:
+        raise UsageError("give the task as TEXT or with --task-file, not both")
+    if task_file is not None:
+        try:
+            data = task_file.read_bytes()
+        except OSError as exc:
+            raise PilotError(f"cannot read the task file {task_file}: {exc.strerror or exc}") from exc
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PilotError(f"{task_file}: not UTF-8 text (byte {exc.start})") from exc
+    if text is None:
+        raise UsageError("give the task as TEXT or with --task-file F")
+    return text
+
+
+def _notify(line: str) -> None:
+    from gitpilot.output import err
+
+    err(f"git pilot: {line}")
+
+
+def render(report: object) -> int:
+    """Print a run/resume report; the exit code is 0 unless the session failed."""
+    import json
+
+    from gitpilot.output import out
+    from gitpilot.tasks.run import Report
+
+    assert isinstance(report, Report)
+    out(f"task {report.task_id}")
+    for line in report.lines:
+        out(line)
+    if report.action in ("dry-run", "not-installed", "manual") and report.command:
+        label = "would run" if report.action == "dry-run" else "command"
+        out(f"{label}: {report.command}")
+        return 0
+    if report.session_id:
+        out(f"session: {report.session_id}")
+    shown = report.agent_output.strip()
+    if shown.startswith("{"):
+        try:
+            result = json.loads(shown.splitlines()[-1])
+            shown = str(result.get("result") or "") if isinstance(result, dict) else shown
+        except ValueError:
+            pass
+    if shown and report.kind and report.action != "dry-run":
+        out(shown)
+    return 0 if report.exit_code == 0 else 1

@@ -1,0 +1,503 @@
+"""``run`` and ``resume``: start a task's agent session, or continue it with Delta Resume.
+
+A new task (no session yet) gets the Context Capsule and the short launch prompt (or, with
+``leanloop.enabled = false``, the plain v0.4.0 prompt). A task with a session is resumed
+through the CLI's own resume with exactly what the session lacks:
+
+| situation                              | the session receives                           |
+|----------------------------------------|------------------------------------------------|
+| task and context unchanged             | a continuation of at most 512 bytes            |
+| context changed                        | the delta file: only the changed sources       |
+| no record of what the session read     | the capsule, as for a new task                 |
+| task text changed                      | a new session (the task id is the text's hash) |
+
+A session still working is never resumed (that would start a copy); one sitting idle in the
+background is stopped first. Where the installed CLI cannot resume, the message file and the
+command are returned for the user to run. Core code: returns a ``Report``, never prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitpilot import agents
+from gitpilot.agents.base import MODES, Adapter, Features, Invocation, Mode
+from gitpilot.config import Config, load
+from gitpilot.errors import PilotError
+from gitpilot.repo import Repo
+from gitpilot.store.tasks import TaskStore, task_id
+from gitpilot.tasks import delta as D
+from gitpilot.tasks import launch as L
+from gitpilot.tasks import prompts as P
+from gitpilot.tasks.session import SESSION_FILE, current, find_task, parse_session, update_session
+from gitpilot.tasks.state import STATE_FILE, parse_state
+
+# States of a background job that mean it has ended, and those that mean it is busy.
+TERMINAL = frozenset({"stopped", "failed", "completed", "complete", "done", "finished", "exited", "killed",
+                      "cancelled", "canceled", "error", "dead"})
+ACTIVE = frozenset({"working", "running", "busy", "starting", "thinking", "streaming"})
+DEFAULT_AGENT = "claude"
+
+Notify = Callable[[str], None]
+
+
+@dataclass
+class Report:
+    """What ``run``/``resume`` did, for the command to render."""
+
+    task_id: str
+    action: str  # launched, resumed, dry-run, not-installed, manual
+    kind: str = ""  # capsule, plain, continuation, delta (what the session was sent)
+    lines: list[str] = field(default_factory=list)
+    command: str | None = None
+    session_id: str | None = None
+    exit_code: int = 0
+    agent_output: str = ""
+    message_bytes: int = 0
+
+
+@dataclass
+class _Ctx:
+    repo: Repo
+    cfg: Config
+    tid: str
+    text: str
+    adapter: Adapter
+    features: Features
+    notify: Notify
+    note: str = ""
+
+    @property
+    def leanloop(self) -> bool:
+        return bool(self.cfg.get("leanloop.enabled"))
+
+
+def _setting(cfg: Config, key: str, default: Any) -> Any:
+    try:
+        return cfg.get(key)
+    except KeyError:  # a key another part adds to the schema, not there yet
+        return default
+
+
+def _context(repo: Repo, text: str, agent: str, notify: Notify | None, note: str) -> _Ctx:
+    cfg = load(repo.workdir)
+    adapter = agents.get(agent)
+    features = adapter.features(cache_dir=repo.pilot_dir / "agents")
+    return _Ctx(repo, cfg, task_id(text), text, adapter, features, notify or (lambda _l: None), note)
+
+
+# -- entry points ----------------------------------------------------------------------------
+def run(repo: Repo, text: str, *, agent: str | None = None, dry_run: bool = False,
+        task_file: Path | None = None, notify: Notify | None = None, note: str = "") -> Report:
+    """``git pilot run``: a new session for a new task, Delta Resume for a task with one."""
+    if not text.strip():
+        raise PilotError("the task is empty")
+    repo.workdir  # noqa: B018 - a bare repository has nothing to work in
+    tid = task_id(text)
+    record = parse_session(TaskStore(repo).read_file(tid, SESSION_FILE))
+    cur = current(record)
+    chosen = agent or (cur or {}).get("agent") or DEFAULT_AGENT
+    ctx = _context(repo, text, chosen, notify, note)
+    changed_from = _task_file_change(repo, task_file, tid, dry_run)
+    if cur is not None and cur.get("agent") == chosen and (cur.get("session_id") or cur.get("short_id")):
+        return _resume(ctx, record, dry_run)
+    report = _launch_new(ctx, dry_run, task_file)
+    if changed_from:
+        report.lines.insert(0, f"task text changed since task {changed_from[:12]}: a new session for task "
+                               f"{tid[:12]}")
+    return report
+
+
+def resume(repo: Repo, ident: str, *, agent: str | None = None, dry_run: bool = False,
+           notify: Notify | None = None, note: str = "") -> Report:
+    """``git pilot resume ID`` (a task id, a prefix, or a session id)."""
+    tid = find_task(repo, ident)
+    files = TaskStore(repo).read(tid) or {}
+    text_bytes = files.get("task.md")
+    if text_bytes is None:
+        raise PilotError(f"task {tid[:12]} has no task text in its record: start it with git pilot run")
+    text = text_bytes.decode("utf-8")
+    if task_id(text) != tid:
+        raise PilotError(f"task {tid[:12]}: its record holds a different task text; "
+                         "start it with git pilot run")
+    record = parse_session(files.get(SESSION_FILE))
+    cur = current(record)
+    chosen = agent or (cur or {}).get("agent") or DEFAULT_AGENT
+    ctx = _context(repo, text, chosen, notify, note)
+    if cur is None or cur.get("agent") != chosen:
+        return _launch_new(ctx, dry_run, None)
+    return _resume(ctx, record, dry_run)
+
+
+# -- a new session ---------------------------------------------------------------------------
+def _launch_new(ctx: _Ctx, dry_run: bool, task_file: Path | None) -> Report:
+    prompt, kind, given, lines, _path = _opening(ctx)
+    mode = _launch_mode(ctx)
+    inv = ctx.adapter.launch(prompt, mode, _assumed(ctx), P.ALLOWED_TOOLS, new_session_id=str(uuid.uuid4()))
+    report = Report(ctx.tid, "launched", kind, lines, inv.shell(), message_bytes=len(prompt.encode("utf-8")))
+    if dry_run:
+        report.action = "dry-run"
+        return report
+    if not ctx.features.installed:
+        report.action = "not-installed"
+        report.lines.insert(0, f"{ctx.adapter.executable} is not installed (not found on PATH); "
+                               "run the command below once it is")
+        return report
+    return _start(ctx, inv, report, given, task_file=task_file, forked_from=None)
+
+
+def _assumed(ctx: _Ctx) -> Features:
+    """The installed features, or (to show a command when the CLI is missing) every feature."""
+    if ctx.features.installed:
+        return ctx.features
+    from gitpilot.agents import base
+
+    every = {v for k, v in vars(base).items() if k.isupper() and isinstance(v, str) and k not in ("PRINT",)}
+    return Features(False, None, None, frozenset(every | {base.PRINT}))
+
+
+def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Path]:
+    """The first message of a session: (prompt, kind, session manifest, lines for the user, file)."""
+    if not ctx.leanloop:
+        task_path, rule_files, config_path, context_files = _plain_sources(ctx)
+        prompt = P.plain_prompt(task_path, rule_files, config_path, context_files)
+        return prompt, "plain", None, [f"task: {task_path} (leanloop disabled: plain prompt)"], task_path
+    from gitpilot.context.capsule import build_capsule
+
+    cap = build_capsule(ctx.repo, ctx.text)
+    if cap.path is None:
+        raise PilotError("the capsule was not written to disk")
+    planner = bool(_setting(ctx.cfg, "planner.enabled", False))
+    prompt = P.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner)
+    given = D.session_manifest(ctx.repo.workdir, cap.manifest)
+    reused = "reused" if cap.reused else "built"
+    line = (f"capsule: {cap.path} ({cap.capsule_bytes} bytes, {reused}; "
+            f"full context {cap.baseline_bytes} bytes)")
+    return prompt, "capsule", given, [line], cap.path
+
+
+def _plain_sources(ctx: _Ctx) -> tuple[Path, list[str], str | None, list[str]]:
+    from gitpilot.context.sources import matches
+
+    root = ctx.repo.workdir
+    out_dir = ctx.repo.worktree_pilot_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    task_path = out_dir / f"task-{ctx.tid}.md"
+    task_path.write_text(ctx.text, "utf-8")
+    instr = [str(x) for x in _setting(ctx.cfg, "leanloop.context.instruction_files",
+                                      ["CLAUDE.md", "AGENTS.md"])]
+    tracked = ctx.repo.ls_files()
+    rule_files = [p for p in instr if (root / p).is_file()]
+    patterns = [str(x) for x in _setting(ctx.cfg, "leanloop.context.files", ["*.md", "*.mdx"])]
+    context = [p for p in tracked if matches(p, patterns) and p not in rule_files]
+    config_path = str(ctx.cfg.path.relative_to(root)) if ctx.cfg.path else None
+    return task_path, rule_files, config_path, sorted(context)
+
+
+def _launch_mode(ctx: _Ctx) -> Mode:
+    wanted = str(_setting(ctx.cfg, "agent.mode", "auto"))
+    if wanted in MODES:
+        mode: Mode = wanted
+    else:
+        mode = "interactive" if _on_terminal() else "print"
+    from gitpilot.agents.base import BACKGROUND, PRINT
+
+    if mode == "background" and not ctx.features.has(BACKGROUND) and ctx.features.installed:
+        mode = "print"
+    if mode == "print" and not ctx.features.has(PRINT) and ctx.features.installed:
+        mode = "interactive"
+    return mode
+
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _task_file_change(repo: Repo, task_file: Path | None, tid: str, dry_run: bool) -> str | None:
+    """The previous task id of this task file when its text changed (machine-local index)."""
+    if task_file is None:
+        return None
+    index = repo.pilot_dir / "task-files.json"
+    key = str(task_file.resolve())
+    try:
+        known = json.loads(index.read_text("utf-8"))
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    before = known.get(key)
+    if not dry_run and before != tid:
+        known[key] = tid
+        index.parent.mkdir(parents=True, exist_ok=True)
+        tmp = index.with_name(f".task-files.{os.getpid()}")
+        tmp.write_text(json.dumps(known, sort_keys=True, indent=1), "utf-8")
+        os.replace(tmp, index)
+    return before if isinstance(before, str) and before != tid else None
+
+
+# -- starting a process and recording it -----------------------------------------------------
+def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | None, *,
+           task_file: Path | None, forked_from: str | None, what: str = "session") -> Report:
+    agent = ctx.adapter.name
+    started = L.now_iso()
+
+    def opening(rec: dict[str, Any], state: dict[str, Any]) -> None:
+        rec["agent"] = agent
+        if task_file is not None:
+            rec["task_file"] = str(task_file.resolve())
+        same = inv.session_id and (current(rec) or {}).get("session_id") == inv.session_id
+        if inv.mode != "background" and not same:  # a resume that keeps its id adds no session
+            rec["sessions"].append(_session_entry(inv.session_id, None, agent, inv.mode, started,
+                                                  forked_from))
+        if given is not None and inv.mode != "background":
+            rec["given"] = given
+        state["status"] = "working"
+        state["agent"] = agent
+        if inv.session_id and inv.session_id not in state["sessions"]:
+            state["sessions"].append(inv.session_id)
+        state["updated"] = started
+
+    update_session(ctx.repo, ctx.tid, opening, f"pilot: {what} starts ({agent}, {inv.mode})")
+    ctx.notify(f"starting {agent} ({inv.mode}) for task {ctx.tid[:12]}")
+    done = L.execute(ctx.repo, ctx.tid, ctx.adapter, inv, what)
+    outcome = done.outcome
+    report.exit_code = outcome.exit_code
+    report.agent_output = done.stdout
+    if inv.mode == "background":
+        return _background_started(ctx, inv, report, given, done, forked_from, started)
+    sid = outcome.session_id or inv.session_id
+    report.session_id = sid
+    _finish(ctx, sid, outcome.exit_code, outcome.failure, done.stdout + done.stderr, report)
+    return report
+
+
+def _session_entry(sid: str | None, short: str | None, agent: str, mode: str, started: str,
+                   forked_from: str | None) -> dict[str, Any]:
+    return {"session_id": sid, "short_id": short, "agent": agent, "mode": mode, "started": started,
+            "forked_from": forked_from, "exit": None, "failure": None}
+
+
+def _background_started(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | None,
+                        done: L.Finished, forked_from: str | None, started: str) -> Report:
+    outcome = done.outcome
+    if outcome.exit_code != 0 or not outcome.short_id:
+        failure = outcome.failure or "the background session did not start"
+        _finish(ctx, forked_from, outcome.exit_code or 1, failure, done.stdout + done.stderr, report)
+        return report
+    live = L.list_live(ctx.repo, ctx.tid, ctx.adapter, ctx.features) or []
+    job = L.find_live(live, None, outcome.short_id)
+    sid = job.session_id if job else None
+    report.session_id = sid or outcome.short_id
+    if sid is None:
+        report.lines.append(f"background session {outcome.short_id} started; its session id was not listed "
+                            "by the CLI yet")
+    elif forked_from and sid != forked_from:
+        report.lines.append(f"resumed as background session {outcome.short_id} (new session id {sid}, "
+                            f"forked from {forked_from})")
+    else:
+        report.lines.append(f"background session {outcome.short_id} (session id {sid})")
+
+    def record(rec: dict[str, Any], state: dict[str, Any]) -> None:
+        rec["sessions"].append(_session_entry(sid, outcome.short_id, ctx.adapter.name, "background", started,
+                                              forked_from))
+        if given is not None:
+            rec["given"] = given
+        if sid and sid not in state["sessions"]:
+            state["sessions"].append(sid)
+        state["status"] = "working"
+
+    update_session(ctx.repo, ctx.tid, record, f"pilot: background session {outcome.short_id}")
+    return report
+
+
+def _finish(ctx: _Ctx, sid: str | None, code: int, failure: str | None, output: str, report: Report) -> None:
+    """Record how the session ended; a failure is classified (quota, auth, ...) by the quota part."""
+    status, blocker = "stopped", None
+    if failure is not None:
+        status, blocker = "failed", failure
+        stop = _classify_stop(ctx, sid, output)
+        if stop is not None:
+            status = {"retry": "blocked"}.get(stop.status, stop.status)
+            blocker = None if stop.status == "waiting-quota" else stop.message
+            report.lines.append(stop.message)
+        else:
+            report.lines.append(f"{ctx.adapter.name} failed: {failure}")
+    ended = L.now_iso()
+
+    def record(rec: dict[str, Any], state: dict[str, Any]) -> None:
+        for entry in reversed(rec["sessions"]):
+            if isinstance(entry, dict) and entry.get("session_id") in (sid, None):
+                if entry.get("session_id") is None and sid:
+                    entry["session_id"] = sid
+                entry["exit"], entry["failure"], entry["ended"] = code, failure, ended
+                break
+        if sid and sid not in state["sessions"]:
+            state["sessions"].append(sid)
+        if failure is None:
+            if state.get("status") == "working":
+                state["status"] = status
+        elif state.get("status") != "waiting-quota":
+            state["status"] = status
+        if blocker and blocker not in state["blockers"]:
+            state["blockers"].append(blocker)
+        state["updated"] = ended
+
+    update_session(ctx.repo, ctx.tid, record, f"pilot: session ended (exit {code})")
+
+
+def _classify_stop(ctx: _Ctx, sid: str | None, output: str) -> Any:
+    try:
+        from gitpilot.quota.schedule import handle_stop
+    except ImportError:
+        return None
+    try:
+        return handle_stop(ctx.repo, output=output, task_id=ctx.tid, session=sid or "",
+                           provider=ctx.adapter.name, pinned_zone=os.environ.get("TZ") or None)
+    except PilotError as exc:
+        ctx.notify(f"could not classify the stop: {exc}")
+        return None
+
+
+# -- Delta Resume ----------------------------------------------------------------------------
+def _resume(ctx: _Ctx, record: dict[str, Any], dry_run: bool) -> Report:
+    cur = current(record) or {}
+    sid, short = cur.get("session_id"), cur.get("short_id")
+    running = L.running_process(ctx.repo, ctx.tid)
+    if running is not None:
+        raise PilotError(f"task {ctx.tid[:12]}: its session is still running (pid {running['pid']}); "
+                         f"stop it first with git pilot stop {ctx.tid[:12]}")
+    lines: list[str] = []
+    if cur.get("mode") == "background" and ctx.features.installed and not dry_run:
+        lines += _settle_background(ctx, sid, short)
+    if not sid:
+        raise PilotError(f"task {ctx.tid[:12]}: its background session {short} has no known session id; "
+                         "start a new one with git pilot run after git pilot stop")
+    message, kind, given, msg_lines, msg_path = _resume_message(ctx, record)
+    lines += msg_lines
+    mode = _resume_mode(ctx, str(cur.get("mode") or ""))
+    tools = P.ALLOWED_TOOLS
+    report = Report(ctx.tid, "resumed", kind, lines, session_id=sid,
+                    message_bytes=len(message.encode("utf-8")))
+    if mode is None or not ctx.features.installed:
+        manual = ctx.adapter.resume(sid, message, "interactive", _assumed_resume(ctx), tools)
+        report.action = "manual"
+        why = (f"{ctx.adapter.executable} is not installed" if not ctx.features.installed else
+               f"{ctx.adapter.executable} {ctx.features.version or ''}".rstrip() + " cannot resume a session "
+               "from the command line")
+        report.lines.insert(0, f"{why}; continue it yourself with the command below")
+        if msg_path is not None:
+            report.lines.append(f"message file: {msg_path}")
+        report.command = manual.shell() if manual else None
+        return report
+    inv = ctx.adapter.resume(sid, message, mode, ctx.features, tools)
+    assert inv is not None
+    report.command = inv.shell()
+    if dry_run:
+        report.action = "dry-run"
+        return report
+    result = _start(ctx, inv, report, given, task_file=None, forked_from=sid, what=f"resume ({kind})")
+    if result.exit_code != 0 and _no_conversation(result):
+        # The CLI no longer knows the session: what it read is gone with it, so start afresh.
+        result.lines.append(f"{ctx.adapter.executable} has no session {sid}: starting a new session")
+        fresh = _launch_new(ctx, dry_run, None)
+        fresh.lines = result.lines + fresh.lines
+        return fresh
+    return result
+
+
+def _no_conversation(report: Report) -> bool:
+    return any("No conversation found" in line for line in report.lines)
+
+
+def _assumed_resume(ctx: _Ctx) -> Features:
+    from gitpilot.agents import base
+
+    return Features(True, ctx.features.path, ctx.features.version,
+                    frozenset({base.RESUME, base.PRINT, base.PRINT_RESUME, base.ALLOWED_TOOLS,
+                               base.JSON_OUTPUT}))
+
+
+def _resume_mode(ctx: _Ctx, previous: str) -> Mode | None:
+    modes = ctx.adapter.resume_modes(ctx.features)
+    if not modes:
+        return None
+    wanted = str(_setting(ctx.cfg, "agent.mode", "auto"))
+    order: list[str] = []
+    if wanted in MODES:
+        order.append(wanted)
+    if previous == "background":
+        order.append("background")
+    order += ["interactive", "print"] if _on_terminal() else ["print", "background"]
+    for m in order:
+        if m in modes and (m != "interactive" or _on_terminal() or wanted == "interactive"):
+            return m
+    return None
+
+
+def _settle_background(ctx: _Ctx, sid: str | None, short: str | None) -> list[str]:
+    """Refuse to resume a busy background session; stop an idle one first (no copy is started)."""
+    live = L.list_live(ctx.repo, ctx.tid, ctx.adapter, ctx.features)
+    if live is None:
+        return []
+    job = L.find_live(live, sid, short)
+    if job is None or job.state in TERMINAL:
+        return []
+    if job.state in ACTIVE:
+        raise PilotError(f"task {ctx.tid[:12]}: background session {job.short_id} is still {job.state}; "
+                         f"stop it first with git pilot stop {ctx.tid[:12]}")
+    inv = ctx.adapter.stop(job, ctx.features)
+    if inv is None:
+        raise PilotError(f"task {ctx.tid[:12]}: background session {job.short_id} is still {job.state} and "
+                         f"{ctx.adapter.executable} cannot stop it; stop it yourself first")
+    done = L.execute(ctx.repo, ctx.tid, ctx.adapter, inv, "stop idle session")
+    if done.outcome.exit_code != 0:
+        raise PilotError(f"could not stop idle session {job.short_id}: {done.outcome.failure}")
+    return [f"stopped idle background session {job.short_id} ({job.state}) first"]
+
+
+def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None, list[str],
+                                                                  Path | None]:
+    """(message, kind, new session manifest, lines, file the message points at)."""
+    given_before = record.get("given")
+    if not ctx.leanloop or not isinstance(given_before, dict):
+        prompt, kind, given, lines, path = _opening(ctx)
+        if kind == "capsule":
+            lines.append("no record of what the session read: sending the capsule")
+        if ctx.note:
+            prompt = f"{ctx.note.strip()}\n{prompt}"
+        return prompt, kind, given, lines, path
+    from gitpilot.context.capsule import build_capsule
+
+    cap = build_capsule(ctx.repo, ctx.text)
+    given = D.session_manifest(ctx.repo.workdir, cap.manifest)
+    delta = D.compute(given_before, given, cap.manifest, ctx.repo.workdir)
+    if delta.empty:
+        message = P.continuation(ctx.tid, ctx.note)
+        line = f"context unchanged: continuation ({len(message.encode())} bytes)"
+        return message, "continuation", given, [line], None
+    path = ctx.repo.worktree_pilot_dir / f"delta-{ctx.tid}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = D.render(delta, ctx.tid).encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_bytes(body)
+    os.replace(tmp, path)
+    nsrc, nsec = delta.counts()
+    message = P.delta_message(ctx.tid, path, nsrc, nsec, ctx.note)
+    line = (f"context changed: delta {path} ({len(body)} bytes, {nsrc} source(s), {nsec} section(s); "
+            f"capsule {cap.capsule_bytes} bytes)")
+    return message, "delta", given, [line], path
+
+
+def read_state_files(repo: Repo, tid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(session record, state) of a task."""
+    files = TaskStore(repo).read(tid) or {}
+    return parse_session(files.get(SESSION_FILE)), parse_state(files.get(STATE_FILE))
