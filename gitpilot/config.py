@@ -46,6 +46,8 @@ SCHEMA: dict[str, tuple[Any, Any]] = {
     "leanloop.context.max_section_bytes": ("int", 4000),
     "safety.human_gates": ("list[str]", []),
     "safety.notes": ("str", ""),
+    "agent.default": ("str", "claude"),
+    "agent.mode": (("auto", "interactive", "print", "background"), "auto"),
     "quota.auto_resume": ("bool", False),
     "quota.grace_minutes": ("number", 2),
     "optimizer.loop_detection": ("bool", True),
