@@ -31,9 +31,9 @@ The state is a plain JSON-able dict so the hook can keep it in a file between pr
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
+import zlib
 from typing import Any
 
 from gitpilot.optimizer import events as ev_mod
@@ -115,7 +115,10 @@ def error_signature(text: str) -> str:
         for pattern, repl in _VOLATILE:
             ln = pattern.sub(repl, ln)
         norm.append(ln.strip())
-    return hashlib.sha1("\n".join(norm).encode("utf-8", "replace")).hexdigest()[:16]
+    data = "\n".join(norm).encode("utf-8", "replace")
+    # two 32-bit checksums: enough to tell consecutive failures apart, and zlib is already loaded
+    # at startup where hashlib would load OpenSSL (~2 ms on every hook call)
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 # ---------------------------------------------------------------------------------------
