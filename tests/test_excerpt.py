@@ -470,7 +470,9 @@ def test_an_over_long_line_is_cut_with_a_marker() -> None:
     excerpt = make_excerpt(log, 60, 6000)
     assert size(excerpt) <= 6000
     (cut,) = [line for line in excerpt.lines if line.startswith("TypeError")]
-    assert re.search(r" … \(\+\d+ bytes\)$", cut)
+    m = re.fullmatch(r"(.*) … \(\+(\d+) bytes\)", cut)
+    assert m and minified.startswith(m.group(1))
+    assert len(m.group(1)) + int(m.group(2)) == len(minified)  # N counts what was left out
     assert excerpt.lines[-1] == "build failed"
     tiny = make_excerpt(log, 60, 100)
     assert size(tiny) <= 100 and tiny.lines

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from gitpilot.redact import redact, redact_lines
@@ -103,35 +103,36 @@ _SUMMARY = re.compile(
 _PYTEST_SHORT_SUMMARY = re.compile(r"^=+ short test summary info =+$")
 _PYTEST_FINAL = re.compile(r"^=+ .* in [\d.]+s\b.*=+$")
 
-# Lines that state an error, with how sure that is. A line that none of the literals in
-# _ANCHOR_QUICK touches scores 0 without running the list.
-_ANCHOR_QUICK = re.compile(
-    r"(?i:error|fail|fatal|exception|assert|panic|traceback|segmentation|core dumped|killed"
-    r"|out of memory|aborted|caused by)|^E\s|^>\s|^_{3,} |-->|\*\*\*|[●✕✖×]|:\d+:\d+: "
+# Lines that state an error, with how sure that is (3 sure, 2 likely, 1 a mere mention).
+# Each score has patterns matched at the start of the line and patterns searched anywhere;
+# the latter begin with a literal so that `re` can skip ahead (logs run to millions of lines).
+_STRONG_AT_START = (
+    r"E\s{2,}\S",  # pytest's explanation of a failed assert
+    r"(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception)(?::\s|:?$)",  # Python, JS
+    r"Exception in thread |Caused by: ",  # JVM
+    r"\s*error(?:\[[A-Z]*\d+\])?:",  # rustc, cargo, many CLIs
+    r"[^\s:][^:]*:\d+(?::\d+)?:\s*(?:fatal )?(?i:error)\b",  # cc, tsc --pretty false
+    r"\S+\(\d+,\d+\): error ",  # tsc, msbuild
+    r"\s*(?:--- )?FAIL\b",  # go, jest
+    r"\s*[●✕✖×] ",  # jest, vitest
+    r"panic: ",  # go
+    r"_{3,} .+ _{3,}$",  # pytest: the failing test's section
 )
-_ANCHORS: tuple[tuple[int, re.Pattern[str]], ...] = (
-    (3, re.compile(r"Traceback \(most recent call last\)")),
-    (3, re.compile(r"^E\s{2,}\S")),  # pytest's explanation of a failed assert
-    (3, re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception)(?::\s|:?$)")),
-    (3, re.compile(r"^(?:Exception in thread |Caused by: )")),  # JVM
-    (3, re.compile(r"^\s*error(?:\[[A-Z]*\d+\])?:")),  # rustc, cargo, many CLIs
-    (
-        3,
-        re.compile(r"^[^\s:][^:]*:\d+(?::\d+)?:\s*(?:fatal )?error\b", re.IGNORECASE),
-    ),  # cc, tsc --pretty false
-    (3, re.compile(r"^\S+\(\d+,\d+\): error ")),  # tsc, msbuild
-    (3, re.compile(r"\bFAILED\b|^\s*(?:--- )?FAIL\b")),  # pytest, go, jest
-    (3, re.compile(r"^\s*[●✕✖×] ")),  # jest, vitest
-    (3, re.compile(r"^panic: |\bpanicked at\b")),  # go, rust
-    (3, re.compile(r"^_{3,} .+ _{3,}$")),  # pytest: the failing test's section
-    (2, re.compile(r"^>\s{3,}\S")),  # pytest: the failing source line
-    (2, re.compile(r"^\S+\.py:\d+: (?!in )\S")),  # pytest: where the error was raised
-    (2, re.compile(r"^\s*--> \S+:\d+")),  # rustc: error location
-    (2, re.compile(r"^\S+:\d+:\d+: (?!warning|note|info)")),  # go vet, compilers: file:line:col
-    (2, re.compile(r"^npm (?:ERR!|error) |^make(?:\[\d+\])?: \*\*\* ")),
-    (2, re.compile(r"Segmentation fault|core dumped|\bKilled\b|[Oo]ut of memory|\bAborted\b")),
-    (1, re.compile(r"(?i)\b(?:error|errors|fail|failed|failure|fatal|exception|assert|assertion)\b")),
+_STRONG_ANYWHERE = r"Traceback \(most recent call last\)|FAILED(?<!\wFAILED)\b|panicked at "
+_LIKELY_AT_START = (
+    r">\s{3,}\S",  # pytest: the failing source line
+    r"\S+\.py:\d+: (?!in )\S",  # pytest: where the error was raised
+    r"\s*--> \S+:\d+",  # rustc: error location
+    r"\S+:\d+:\d+: (?!warning|note|info)",  # go vet, compilers: file:line:col
+    r"npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* ",
 )
+_LIKELY_WORDS = ("Segmentation fault", "core dumped", "Killed", "ut of memory", "Aborted")  # `in` is faster
+_STRONG = re.compile("|".join(f"(?:{p})" for p in _STRONG_AT_START))
+_STRONG_SEARCH = re.compile(_STRONG_ANYWHERE)
+_LIKELY = re.compile("|".join(f"(?:{p})" for p in _LIKELY_AT_START))
+_MENTION = re.compile(r"(?i)\b(?:error|errors|fail|failed|failure|fatal|exception|assert|assertion)\b")
+_SCORED_PREFIX = 4096  # characters of a line that scoring looks at
+_REDACT_MARGIN = 8192  # characters redacted beyond what a cut line shows
 _NOT_AN_ERROR = re.compile(r"(?i)\b(?:0|no|zero) (?:errors?|failures?|failed)\b|-Werror|\berrors?=0\b")
 
 # Blocks whose lines belong together: (opening line, how the block goes on).
@@ -164,10 +165,12 @@ def make_excerpt(log: bytes, max_lines: int, max_bytes: int) -> Excerpt:
     total = len(lines)
     if total == 0 or max_lines <= 0 or max_bytes <= 0:
         return Excerpt([], 0, total)
-    text_of = _redactor(lines, line_cap=min(max_bytes, max(120, max_bytes // 6)))
-    plan = _Plan(total, max_lines, max_bytes, text_of)
+    shown = _Shown(lines, line_cap=min(max_bytes, max(120, max_bytes // 6)))
+    plan = _Plan(total, max_lines, max_bytes, shown)
     if not plan.add_all():
         for group in _candidates(lines, max_lines):
+            if plan.lines >= max_lines:
+                break  # only one-line gaps can still change, below
             for index in group.indices:
                 if not plan.add(index, may_cut=group.may_cut) and group.contiguous:
                     break
@@ -185,39 +188,47 @@ def _log_lines(log: bytes) -> list[str]:
     return lines
 
 
-def _redactor(lines: list[str], line_cap: int) -> Callable[[int], str]:
-    """Line index -> the line as shown: redacted and cut to `line_cap` bytes, computed once."""
-    if any("PRIVATE KEY" in line for line in lines):
-        whole = redact_lines(lines)  # a key block spans lines: redact in one pass
-        source: Callable[[int], str] = whole.__getitem__
-    else:
+class _Shown:
+    """Log lines as the excerpt shows them: redacted, and cut to a byte limit.
 
-        def source(i: int) -> str:
-            return redact(lines[i])
+    A long line is shortened before it is redacted (redacting megabytes of minified code
+    to show a kilobyte of it is wasted work), with a margin wider than any single-line
+    credential so that one straddling the visible end is still recognised whole.
+    """
 
-    cache: dict[int, str] = {}
+    def __init__(self, lines: list[str], line_cap: int) -> None:
+        self.lines, self.line_cap = lines, line_cap
+        self.keep = line_cap + _REDACT_MARGIN
+        self.whole: list[str] | None = None
+        if any("PRIVATE KEY" in line for line in lines):  # a key block spans lines
+            self.whole = redact_lines([line[: self.keep] for line in lines])
+        self.cache: dict[int, tuple[str, int]] = {}
 
-    def text_of(i: int) -> str:
-        if i not in cache:
-            cache[i] = cut_line(source(i), line_cap)
-        return cache[i]
+    def text(self, i: int, limit: int | None = None) -> str:
+        """Line `i` in at most `limit` (and the line cap) UTF-8 bytes."""
+        if i not in self.cache:
+            line = self.lines[i]
+            head = self.whole[i] if self.whole is not None else redact(line[: self.keep])
+            self.cache[i] = (head, len(line[self.keep :].encode("utf-8")))
+        head, hidden = self.cache[i]
+        return cut_line(head, self.line_cap if limit is None else min(limit, self.line_cap), hidden)
 
-    return text_of
 
-
-def cut_line(text: str, limit: int) -> str:
-    """`text` if it fits in `limit` UTF-8 bytes, else its head and `… (+N bytes)`."""
+def cut_line(text: str, limit: int, hidden: int = 0) -> str:
+    """`text` if it fits in `limit` UTF-8 bytes, else its head and `… (+N bytes)`, where N
+    counts what is left out (including `hidden` bytes already cut from the end of `text`)."""
     raw = text.encode("utf-8")
-    if len(raw) <= limit:
+    if len(raw) <= limit and hidden == 0:
         return text
     keep = limit
     for _ in range(3):  # the marker's width depends on N, which depends on keep
-        marker = f" … (+{len(raw) - keep} bytes)"
+        marker = f" … (+{len(raw) - keep + hidden} bytes)"
         keep = max(0, limit - len(marker.encode("utf-8")))
     head = raw[:keep].decode("utf-8", "ignore")
-    marker = f" … (+{len(raw) - len(head.encode('utf-8'))} bytes)"
-    out = head + marker
-    return out if len(out.encode("utf-8")) <= limit else marker.strip()[:limit]
+    out = head + f" … (+{len(raw) - len(head.encode('utf-8')) + hidden} bytes)"
+    if len(out.encode("utf-8")) <= limit:
+        return out
+    return "…" if limit >= 3 else ""
 
 
 def _gap_mark(start: int, end: int, total: int) -> str | None:
@@ -240,8 +251,8 @@ def _size(text: str | None) -> int:
 class _Plan:
     """The chosen lines and what printing them with their gap marks costs."""
 
-    def __init__(self, total: int, max_lines: int, max_bytes: int, text_of: Callable[[int], str]) -> None:
-        self.total, self.max_lines, self.max_bytes, self.text_of = total, max_lines, max_bytes, text_of
+    def __init__(self, total: int, max_lines: int, max_bytes: int, shown: _Shown) -> None:
+        self.total, self.max_lines, self.max_bytes, self.shown_as = total, max_lines, max_bytes, shown
         self.chosen: list[int] = []
         self.texts: dict[int, str] = {}
         self.lines = 1  # the mark that stands for the whole log
@@ -255,7 +266,7 @@ class _Plan:
         """Choose every line when the whole log fits; False (and nothing chosen) otherwise."""
         if self.total > self.max_lines:
             return False
-        texts = {i: self.text_of(i) for i in range(self.total)}
+        texts = {i: self.shown_as.text(i) for i in range(self.total)}
         size = sum(_size(t) for t in texts.values()) + self.total - 1
         if size > self.max_bytes:
             return False
@@ -277,11 +288,11 @@ class _Plan:
         if self.lines + d_lines > self.max_lines:
             return False
         room = self.max_bytes - self.bytes - d_bytes
-        text = self.text_of(i)
+        text = self.shown_as.text(i)
         if _size(text) > room:
             if not may_cut or room < _MIN_CUT:
                 return False
-            text = cut_line(text, room)
+            text = self.shown_as.text(i, room)
         self.chosen.insert(pos, i)
         self.texts[i] = text
         self.lines += d_lines
@@ -348,44 +359,61 @@ class _Site:
         return sorted((distance(i), i) for i in range(self.lo, self.hi))
 
 
-def _candidates(lines: list[str], max_lines: int) -> list[_Group]:
-    """Groups of candidate lines, best first: the runner's summary, the headline of each
-    failure, the near context of all failures (nearest lines first, sites taking turns),
-    the rest of each failure's block, then the tail."""
+def _candidates(lines: list[str], max_lines: int) -> Iterator[_Group]:
+    """Groups of candidate lines, best first: the runner's summary; the headline and then
+    the near context of the leading failures (nearest lines first, sites taking turns);
+    the same for the other failures; the rest of each failure's block; the tail."""
     scores = [_score(line) for line in lines]
     sites = _sites(lines, scores)
     per_site = max(3, max_lines // 8)
     context_cap = max(8, max_lines // 2)
-    groups = [_Group(_summary_lines(lines, max_lines), may_cut=True)]
-    groups += [_Group(site.headline(scores)[:per_site], may_cut=True) for site in sites]
-    contexts = [site.context() for site in sites]
-    # A site with more evidence gets proportionally more of the near context, sooner.
+    leading = max(1, max_lines // 10)
+    yield _Group(_summary_lines(lines, max_lines), may_cut=True)
     top = max((site.weight for site in sites), default=1)
-    caps = [max(2, context_cap * site.weight // top) for site in sites]
-    near = sorted(
-        (d * top / site.weight, n, i)
-        for n, (site, ctx, cap) in enumerate(zip(sites, contexts, caps, strict=True))
-        for d, i in ctx[:cap]
-    )
-    groups.append(_Group([i for _, _, i in near]))
-    groups += [_Group([i for _, i in ctx[cap:]]) for ctx, cap in zip(contexts, caps, strict=True)]
-    groups.append(_Group(range(len(lines) - 1, -1, -1), contiguous=True))
-    return groups
+    rests: list[list[int]] = []
+    for batch in (sites[:leading], sites[leading:]):
+        for site in batch:
+            yield _Group(site.headline(scores)[:per_site], may_cut=True)
+        # A site with more evidence gets proportionally more of the near context, sooner.
+        near: list[tuple[float, int, int]] = []
+        for n, site in enumerate(batch):
+            ctx = site.context()
+            cap = max(2, context_cap * site.weight // top)
+            near += [(d * top / site.weight, n, i) for d, i in ctx[:cap]]
+            rests.append([i for _, i in ctx[cap:]])
+        yield _Group([i for _, _, i in sorted(near)])
+    for rest in rests:
+        yield _Group(rest)
+    yield _Group(range(len(lines) - 1, -1, -1), contiguous=True)
 
 
 def _score(line: str) -> int:
-    if not _ANCHOR_QUICK.search(line):
-        return 0
-    for score, pattern in _ANCHORS:
-        if pattern.search(line):
-            return 0 if score == 1 and _NOT_AN_ERROR.search(line) else score
+    """3, 2 or 0: how surely `line` reports a failure (mere mentions are scored apart)."""
+    head = line[:_SCORED_PREFIX]
+    if _STRONG.match(head) or _STRONG_SEARCH.search(head):
+        return 3
+    if _LIKELY.match(head) or any(word in head for word in _LIKELY_WORDS):
+        return 2
     return 0
+
+
+def _mentions(lines: list[str]) -> list[int]:
+    """Lines that merely mention an error or a failure (and not "0 errors")."""
+    return [
+        i
+        for i, line in enumerate(lines)
+        if _MENTION.search(line[:_SCORED_PREFIX]) and not _NOT_AN_ERROR.search(line[:_SCORED_PREFIX])
+    ]
 
 
 def _sites(lines: list[str], scores: list[int]) -> list[_Site]:
     """Failure sites, most evidence first. Weak mentions of "error" count only when
     nothing stronger is in the log."""
-    anchors = [i for i, s in enumerate(scores) if s >= 2] or [i for i, s in enumerate(scores) if s == 1]
+    anchors = [i for i, s in enumerate(scores) if s >= 2]
+    if not anchors:
+        anchors = _mentions(lines)
+        for i in anchors:
+            scores[i] = 1
     if not anchors:
         return []
     blocks = [(i, end) for i in anchors if (end := _block_end(lines, i)) is not None]
