@@ -426,16 +426,18 @@ def select(
     if not nodes:
         return Selection([], [], 0, [], [])
     by_key = {(n.doc, n.sec): n for n in nodes}
-    best = max(n.score for n in nodes)
+    sizes = _Sizes()
+    # "Close to the best" is measured against the best section that can be shown at all.
+    ranked = sorted(nodes, key=lambda n: (-n.score, docs[n.doc].path, n.sec))
+    best = next((n.score for n in ranked if sizes.of(docs, (n.doc, n.sec), "own") <= max_section_bytes), 0.0)
     cut = RELATIVE_CUT * best
     chosen: dict[tuple[int, int], str] = {}  # (doc, sec) -> "tree" | "own"
-    sizes = _Sizes()
     used = 0
     prior_used = 0
     prior_count: Counter[str] = Counter()
     relaxed: set[tuple[int, int]] = set()
     too_big: set[tuple[int, int]] = set()
-    ranked = sorted(nodes, key=lambda n: (-n.score, docs[n.doc].path, n.sec))
+    no_room: set[tuple[int, int]] = set()
     for n in ranked:
         key = (n.doc, n.sec)
         limit = cut * (0.5 if key in relaxed else 1.0)
@@ -443,11 +445,13 @@ def select(
             continue
         only_prior = bool(n.prior) and n.base < cut
         mode, size = _mode(docs, by_key, n, cut, sizes, max_section_bytes)
-        if mode == "":
-            too_big.add(key)
+        if mode in ("", "skip"):
+            if mode == "":
+                too_big.add(key)
             continue
         refund = sum(sizes.of(docs, k, m) for k, m in chosen.items() if mode == "tree" and _inside(docs, k, key))
         if used + size - refund > max_excerpt_bytes:
+            no_room.add(key)
             continue
         if only_prior and (prior_used + size > PRIOR_SHARE * max_excerpt_bytes or prior_count[n.prior] >= PRIOR_PER_CLASS):
             continue
@@ -463,7 +467,7 @@ def select(
             relaxed.update((n.doc, c) for c in docs[n.doc].smap.kids(n.sec))
     _promote_parents(docs, chosen, sizes, max_section_bytes)
     picks = _runs(docs, by_key, chosen, excluded, query)
-    left, left_total = _left_out(docs, nodes, chosen, too_big)
+    left, left_total = _left_out(docs, nodes, chosen, too_big, no_room)
     terms = sorted(t for t in query_weights(task))
     return Selection(picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids])
 
@@ -497,11 +501,15 @@ def _mode(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], n: _Node
         return ("tree", tree) if tree <= max_section else ("", tree)
     kid_nodes = [by_key.get((n.doc, k)) for k in kids]
     all_relevant = all(k is not None and k.score >= cut for k in kid_nodes)
-    spread = n.own_score < n.base  # the score comes from the subsections together
-    if tree <= max_section and (all_relevant or spread or tree <= 2 * sizes.span(docs, n.doc, sec.start, sec.body_end)):
-        if not _has_withheld(doc.smap, sec.index):
-            return "tree", tree
+    best_kid = max((k.base for k in kid_nodes if k is not None), default=0.0)
+    spread = n.base > 1.1 * best_kid  # the subsections together say more than any one of them
+    own_relevant = n.own_score >= cut or bool(n.prior)
     own = sizes.span(docs, n.doc, sec.start, sec.body_end)
+    whole = all_relevant or spread or (own_relevant and tree <= 2 * own)
+    if tree <= max_section and whole and not _has_withheld(doc.smap, sec.index):
+        return "tree", tree
+    if not own_relevant:
+        return "skip", 0  # one subsection carries the score: it is chosen on its own
     return ("own", own) if own <= max_section else ("", own)
 
 
@@ -573,7 +581,7 @@ def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: 
             first = doc.smap.sections[keys[0][1]]
             label = " › ".join(doc.smap.heading_path(first.index)) or "(preamble)"
             if len(keys) > 1:
-                label += f" (+{len(keys) - 1} more section{'s' if len(keys) > 2 else ''})"
+                label += " + " + " + ".join(doc.smap.sections[k[1]].title or "(preamble)" for k in keys[1:])
             signals = sorted({s for n in nodes for s in query.signals(n)})
             picks.append(Pick(doc.path, start, end, label, max(n.score for n in nodes), tuple(signals)))
     picks.sort(key=lambda p: (-round(p.score, 9), p.path, p.start))
@@ -599,7 +607,8 @@ def _trim(lines: Sequence[str], a: int, b: int) -> int:
     return b
 
 
-def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple[int, int], str], too_big: set[tuple[int, int]]) -> tuple[list[LeftOut], int]:
+def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple[int, int], str], too_big: set[tuple[int, int]],
+              no_room: set[tuple[int, int]]) -> tuple[list[LeftOut], int]:
     shown: dict[int, list[tuple[int, int]]] = {}
     for (d, s), mode in chosen.items():
         sec = docs[d].smap.sections[s]
@@ -612,7 +621,9 @@ def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple
         sec = docs[n.doc].smap.sections[n.sec]
         if _covered(shown.get(n.doc, []), sec.start, sec.body_end):
             continue
-        reason = "larger than max_section_bytes" if (n.doc, n.sec) in too_big else "lower score"
+        key = (n.doc, n.sec)
+        reason = ("larger than max_section_bytes" if key in too_big else
+                  "no room left in max_excerpt_bytes" if key in no_room else "lower score")
         heading = " › ".join(docs[n.doc].smap.heading_path(n.sec)) or "(preamble)"
         end = sec.end if sec.sha256 else sec.body_end  # a subtree with a withheld part: the own part
         sha = sec.sha256 or sha256_text(range_text(docs[n.doc].lines, sec.start, end))

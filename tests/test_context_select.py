@@ -1,0 +1,108 @@
+"""Scoring and choosing sections: the signals real tasks need, the budget, the cut at boundaries."""
+
+from __future__ import annotations
+
+from gitpilot.context.markdown import parse, split_lines
+from gitpilot.context.select import Doc, select
+from gitpilot.context.text import identifiers, stem, tokens
+
+
+def _docs(files: dict[str, str], rules: tuple[str, ...] = ()) -> list[Doc]:
+    return [Doc(p, parse(t), split_lines(t), rule=p in rules) for p, t in files.items()]
+
+
+def _paths(sel: object) -> list[tuple[str, str]]:
+    return [(p.path, p.heading) for p in sel.picks]  # type: ignore[attr-defined]
+
+
+def test_tokens_split_identifiers_and_stem_lightly() -> None:
+    assert tokens("Running the testSuite") == ["run", "test", "suit", "testsuite"]
+    assert stem("configuration") == stem("configure") == "configur"
+    assert tokens("parse_json") == ["pars", "json", "parse_json"]
+
+
+def test_identifiers_the_task_names() -> None:
+    task = ("Fix `build_capsule()` in src/app/capsule.py for the --print flag; CapsuleResult "
+            "and load_config break in Phase 5 (see D12 and #123).")
+    found = {(i.kind, i.text) for i in identifiers(task)}
+    for want in [("call", "build_capsule"), ("path", "src/app/capsule.py"), ("path", "capsule.py"),
+                 ("flag", "--print"), ("camel", "CapsuleResult"), ("snake", "load_config"),
+                 ("ref", "Phase 5"), ("ref", "D12"), ("ref", "#123")]:
+        assert want in found, want
+
+
+def test_a_numbered_reference_matches_only_its_number() -> None:
+    docs = _docs({
+        "docs/plan.md": "# Plan\n\n## Phase 5\n\nShip the importer.\n\n## Phase 50\n\nLater work.\n",
+        "docs/other.md": "# Other\n\nUnrelated words about shipping.\n",
+    })
+    sel = select(docs, "Finish Phase 5")
+    assert _paths(sel)[0] == ("docs/plan.md", "Plan › Phase 5")
+    assert all("Phase 50" not in h for _, h in _paths(sel))
+
+
+def test_testing_and_commit_conventions_are_chosen_though_the_task_never_names_them() -> None:
+    docs = _docs({
+        "CONTRIBUTING.md": ("# Contributing\n\n## Running the test suite\n\nRun `make check` before pushing.\n\n"
+                            "## Commit messages\n\nUse the imperative mood.\n\n## Release process\n\nMaintainers only.\n"),
+        "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        "docs/guide.md": "# Guide\n\n## Testing your deployment\n\nOpen the dashboard.\n",
+    }, rules=("CONTRIBUTING.md",))
+    sel = select(docs, "Invoices should round half up instead of truncating")
+    chosen = _paths(sel)
+    assert chosen[0][0] == "docs/billing.md"
+    text = " ".join(h for _, h in chosen)
+    assert "Running the test suite" in text and "Commit messages" in text
+    assert "Release process" not in text
+    assert "Testing your deployment" not in text  # a product page's heading is not a convention
+
+
+def test_a_parent_whose_substance_is_in_its_subsections_is_taken_whole() -> None:
+    docs = _docs({
+        "docs/cache.md": ("# Cache\n\nOverview.\n\n## Eviction\n\nThe cache evicts the least recently used "
+                          "entry when full.\n\n### Eviction timing\n\nEviction runs every minute; the cache "
+                          "never blocks readers.\n\n## Unrelated\n\nColours of the logo.\n"),
+        "docs/other.md": "# Other\n\nNothing here.\n",
+    })
+    sel = select(docs, "cache eviction blocks readers")
+    assert sel.picks[0].heading.startswith("Cache › Eviction")
+    assert sel.picks[0].end - sel.picks[0].start >= 6  # Eviction with its subsection, one excerpt
+
+
+def test_the_budget_and_the_section_limit_hold_and_cuts_fall_on_boundaries() -> None:
+    big = "# Jitter\n\n" + ("jitter " * 900) + "\n"
+    files = {f"docs/p{i}.md": f"# Retry page {i}\n\nretry backoff {'word ' * 300}\n" for i in range(12)}
+    files.update({f"docs/q{i}.md": f"# Unrelated {i}\n\nnothing {'word ' * 300}\n" for i in range(12)})
+    files["docs/huge.md"] = big
+    docs = _docs(files)
+    sel = select(docs, "retry backoff jitter", max_excerpt_bytes=5000, max_section_bytes=4000)
+    total = sum(len("".join(split_lines(files[p.path])[p.start - 1:p.end]).encode()) for p in sel.picks)
+    assert 0 < total <= 5000
+    assert all(p.start == 1 for p in sel.picks)  # whole sections only
+    assert any(x.path == "docs/huge.md" and "max_section_bytes" in x.reason for x in sel.left_out)
+    assert any("max_excerpt_bytes" in x.reason for x in sel.left_out)
+
+
+def test_changelog_security_headings_do_not_crowd_out_the_docs() -> None:
+    log = "# Changelog\n\n" + "".join(f"## 1.{i}.0\n\n### Security\n\nFixed token refresh.\n\n" for i in range(40))
+    docs = _docs({"CHANGELOG.md": log, "docs/auth.md": "# Authentication\n\n## Token refresh\n\nTokens refresh "
+                                                        "every hour.\n"})
+    sel = select(docs, "token refresh happens too often")
+    assert sel.picks[0].path == "docs/auth.md"
+
+
+def test_a_file_the_task_names_is_preferred() -> None:
+    docs = _docs({
+        "docs/api/limits.md": "# Limits\n\nRequests per minute.\n",
+        "docs/faq.md": "# FAQ\n\nRequests per minute are limited, see limits.\n",
+    })
+    sel = select(docs, "Update docs/api/limits.md with the new numbers")
+    assert sel.picks[0].path == "docs/api/limits.md"
+    assert any("path" in s for s in sel.picks[0].signals)
+
+
+def test_excluded_lines_are_not_repeated() -> None:
+    docs = _docs({"docs/a.md": "# A\n\nalpha beta\n\n## B\n\nalpha gamma\n"})
+    sel = select(docs, "alpha", excluded={"docs/a.md": [(5, 7)]})
+    for p in sel.picks:
+        assert p.end < 5
