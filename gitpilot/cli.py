@@ -93,6 +93,19 @@ def _fast_path(argv: list[str]) -> int | None:
     return None
 
 
+def _rearm_quota_helper() -> None:
+    """A resume ticket outlives a reboot; any later command restarts its helper (one stat)."""
+    try:
+        from gitpilot.repo import Repo
+
+        repo = Repo.discover(Path.cwd())
+        from gitpilot.quota.helper import rearm_if_needed
+
+        rearm_if_needed(repo.pilot_dir)
+    except Exception:  # never let the re-arm get in the way of the command itself
+        return
+
+
 def _crash_log() -> Path:
     try:
         from gitpilot.repo import Repo
@@ -112,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fast = _fast_path(args)
         if fast is not None:
             return fast
+        _rearm_quota_helper()
         import click
 
         group = _make_group()

@@ -77,6 +77,7 @@ def load_records(repo: Repo, tree: str) -> list[Record]:
 def run_checks(cwd: Path, opts: CheckOptions) -> int:
     repo = Repo.discover(cwd)
     workdir = repo.workdir
+    _rearm(repo)
     cfg = load(workdir)
     for w in cfg.warnings:
         output.err(f"warning: {w}")
@@ -139,6 +140,14 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         for line in render(outcomes, opts.explain):
             output.out(line)
     return 1 if any(o.result == "fail" for o in outcomes) else 0
+
+
+def _rearm(repo: Repo) -> None:
+    # A pending quota resume ticket whose helper died (a reboot) is re-armed by any command.
+    if os.path.exists(repo.pilot_dir / "resume-ticket.json"):
+        from gitpilot.quota.helper import rearm_if_needed
+
+        rearm_if_needed(repo.pilot_dir)
 
 
 def _store(repo: Repo, tree: str, recs: list[Record]) -> None:
