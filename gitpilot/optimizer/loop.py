@@ -84,8 +84,8 @@ class Outcome:
 _SALIENT = re.compile(
     r"error|fail|assert|panic|exception|traceback|expected|not found|cannot|undefined|mismatch|"
     r"denied|refused|timed? ?out|^E\s{2,}|^\s*-->|FAILED|ERR!", re.I)
+_COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _VOLATILE = (
-    (re.compile(r"\x1b\[[0-9;]*[A-Za-z]"), ""),  # colour codes
     (re.compile(r"\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?"), "<time>"),
     (re.compile(r"\b\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
@@ -107,7 +107,7 @@ def error_signature(text: str) -> str:
     numbers are blanked, so a rerun of the same failure has the same signature while a
     different error, test or message does not.
     """
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in _COLOUR.sub("", text).splitlines() if ln.strip()]
     salient = [ln for ln in lines if _SALIENT.search(ln) or ln.startswith("Exit code")]
     chosen = salient[-40:] if salient else lines[-10:]
     norm: list[str] = []
