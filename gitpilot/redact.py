@@ -129,14 +129,14 @@ _GENERIC_PARTS = {
     ),
     "assignment": (
         rf"(?<![A-Za-z0-9_.-])(?P<assignment__k>[A-Za-z0-9_.-]*?(?i:{_KEY_WORDS}))"
-        r"""["']?(?P<assignment__sep>\s*(?:=>|:=|[:=])\s*)"""
+        r"""(?:\\?["'])?(?P<assignment__sep>\s*(?:=>|:=|[:=])\s*)"""
         r"""(?:"(?P<assignment__dq>[^"\n]*)"|'(?P<assignment__sq>[^'\n]*)'"""
-        r"""|(?P<assignment__v>[^\s"',;)\]}]+))"""
+        r"""|\\"(?P<assignment__eq>[^"\\\n]*)\\"|(?P<assignment__v>(?:[^\s"',;)\]}\\]|\\(?!["']))+))"""
     ),
 }
 _GENERIC = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _GENERIC_PARTS.items()), _FLAGS)
 _GENERIC_QUICK = re.compile(
-    r"""(?i:pass(?:word|wd|phrase)|secret|token|key|credentials?)["']?\s*[:=]|://|(?i:authorization)""",
+    r"""(?i:pass(?:word|wd|phrase)|secret|token|key|credentials?)\\?["']?\s*[:=]|://|(?i:authorization)""",
     _FLAGS,
 )
 
@@ -150,7 +150,7 @@ _PLACEHOLDERS = frozenset(
     ).split()
 )
 _PLACEHOLDER_SHAPE = re.compile(
-    r"(?:your|my|the|some)[_-].*|.*[_-]here|(.)\1*|<.*>|\[.*\]|\{\{.*\}\}|%\w+%|\.\.\.|…",
+    r"your[_-].*|.*[_-]here|(.)\1*|<.*>|\[.*\]|\{\{.*\}\}|%\w+%|\.\.\.|…",
     re.ASCII | re.IGNORECASE | re.DOTALL,
 )
 # An unquoted value that reads like code rather than a literal: `self.token`,
@@ -390,7 +390,7 @@ def _generic_spans(s: str) -> list[_Span]:
 
 def _assignment_span(m: re.Match[str], s: str) -> _Span | None:
     key = m.group("assignment__k")
-    for group in ("assignment__dq", "assignment__sq"):
+    for group in ("assignment__dq", "assignment__sq", "assignment__eq"):
         quoted = m.group(group)
         if quoted is not None:
             if not _is_literal(quoted) or quoted.strip() == "":

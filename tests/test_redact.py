@@ -82,6 +82,11 @@ GENERIC = [
         "fatal: unable to access 'https://bob:[REDACTED:url-password]@git.example.com/r.git/'",
     ),
     (
+        'request body={\\"user\\": \\"ann\\", \\"password\\": \\"hunter2\\"}',
+        'request body={\\"user\\": \\"ann\\", \\"password\\": \\"[REDACTED:password]\\"}',
+    ),
+    ("token := \"tok3n-value\"", "token := \"[REDACTED:token]\""),
+    (
         "curl -H 'Authorization: Bearer abcdef123456789'",
         "curl -H 'Authorization: Bearer [REDACTED:auth-header]'",
     ),

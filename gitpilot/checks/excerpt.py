@@ -46,7 +46,6 @@ _ESCAPES = re.compile(
     r"|[\x80-\x9f]"  # stray C1 controls
     r"|[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]"  # C0 controls but \t \n \r and backspace
 )
-_OVERSTRIKE = re.compile(r"[^\x08\n]\x08")
 
 
 def strip_ansi(text: str) -> str:
@@ -58,13 +57,11 @@ def strip_ansi(text: str) -> str:
     last non-empty redraw; backspaces erase the character before them. Newlines and tabs
     stay, so line numbers stay true.
     """
-    text = text.replace("\r\n", "\n")
-    if "\x1b" in text or not text.isprintable():
-        text = _ESCAPES.sub("", text)
+    text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
     if "\r" in text:
         text = "\n".join(_final_redraw(line) for line in text.split("\n"))
     if "\x08" in text:
-        text = _apply_backspaces(text)
+        text = "\n".join(_apply_backspaces(line) for line in text.split("\n"))
     return text
 
 
@@ -77,11 +74,16 @@ def _final_redraw(line: str) -> str:
     return ""
 
 
-def _apply_backspaces(text: str) -> str:
-    while True:
-        text, n = _OVERSTRIKE.subn("", text)
-        if n == 0:
-            return text.replace("\x08", "")
+def _apply_backspaces(line: str) -> str:
+    if "\x08" not in line:
+        return line
+    out: list[str] = []
+    for ch in line:
+        if ch != "\x08":
+            out.append(ch)
+        elif out:
+            out.pop()
+    return "".join(out)
 
 
 # --- what the runners print -----------------------------------------------------------------
