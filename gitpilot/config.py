@@ -55,6 +55,9 @@ SCHEMA: dict[str, tuple[Any, Any]] = {
     "optimizer.loop_notice_after": ("int", 2),
     "optimizer.loop_learn_turns": ("int", 10),
     "optimizer.learn": ("bool", False),
+    "optimizer.sourcemap_inject": ("bool", False),
+    "optimizer.sourcemap_budget": ("int", 6000),
+    "optimizer.prune_min_sessions": ("int", 5),
 }
 
 # Keys of each [[check]] table.
