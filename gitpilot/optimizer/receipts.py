@@ -1,0 +1,245 @@
+"""Receipts: a change to a settings file is recorded before it is made, and undone byte for byte.
+
+A receipt lives in ``<git common dir>/pilot/receipts/``: ``<id>.json`` (the file, whether it
+existed, the sha256 of its original bytes and of the new bytes, what changed, its state) and
+``<id>.orig`` (the original bytes, verbatim). Both are written and synced *before* the file
+is touched, so a crash between the two steps leaves a receipt that undo understands.
+
+Undo restores the original bytes only when the file still has exactly the bytes the change
+produced (its sha256 equals the receipt's new hash). If anyone edited the file since, undo
+changes nothing and says what to reconcile by hand. Files are replaced atomically (a
+temporary file in the same directory, then ``os.replace``), keeping the original's mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gitpilot.errors import PilotError
+
+APPLIED = "applied"
+ROLLED_BACK = "rolled back"
+UNDONE = "undone"
+
+
+def sha256(data: bytes | None) -> str:
+    """Hex sha256 of ``data``; the empty string stands for "no file"."""
+    return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+@dataclass
+class Receipt:
+    """One recorded change of one file."""
+
+    id: str
+    name: str  # the proposal applied
+    file: str  # absolute path
+    existed: bool
+    original_sha256: str
+    new_sha256: str
+    change: str  # what was changed, in words
+    created: str  # UTC, ISO 8601
+    state: str = APPLIED
+    created_dirs: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+class Receipts:
+    """The receipts of one repository."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+
+    def path(self, rid: str) -> Path:
+        return self.dir / f"{rid}.json"
+
+    def original_path(self, rid: str) -> Path:
+        return self.dir / f"{rid}.orig"
+
+    def _new_id(self, name: str) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "change"
+        rid = f"{stamp}-{slug}"
+        n = 2
+        while self.path(rid).exists():
+            rid = f"{stamp}-{slug}-{n}"
+            n += 1
+        return rid
+
+    def record(
+        self,
+        name: str,
+        file: Path,
+        original: bytes | None,
+        new: bytes,
+        change: str,
+        created_dirs: list[str] | None = None,
+    ) -> Receipt:
+        """Write (and sync) the receipt of a change that is about to be made."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        rid = self._new_id(name)
+        receipt = Receipt(
+            id=rid,
+            name=name,
+            file=str(file),
+            existed=original is not None,
+            original_sha256=sha256(original),
+            new_sha256=sha256(new),
+            change=change,
+            created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            created_dirs=created_dirs or [],
+        )
+        if original is not None:
+            write_atomic(self.original_path(rid), original)
+        write_atomic(self.path(rid), receipt.to_json().encode("utf-8"))
+        return receipt
+
+    def save(self, receipt: Receipt) -> None:
+        write_atomic(self.path(receipt.id), receipt.to_json().encode("utf-8"))
+
+    def load(self, rid: str) -> Receipt:
+        path = self.path(rid)
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError as exc:
+            raise PilotError(f"no receipt {rid} (receipts are in {self.dir})") from exc
+        except ValueError as exc:
+            raise PilotError(f"{path}: not a readable receipt") from exc
+        known = set(Receipt.__dataclass_fields__)
+        return Receipt(**{k: v for k, v in data.items() if k in known})
+
+    def all(self) -> list[Receipt]:
+        if not self.dir.is_dir():
+            return []
+        return [self.load(p.stem) for p in sorted(self.dir.glob("*.json"))]
+
+    def find(self, ref: str) -> Receipt:
+        """A receipt by id, by unique id prefix, or the latest applied one of a proposal name."""
+        if self.path(ref).exists():
+            return self.load(ref)
+        everything = self.all()
+        by_prefix = [r for r in everything if r.id.startswith(ref)]
+        if len(by_prefix) == 1:
+            return by_prefix[0]
+        applied = [r for r in everything if r.name == ref and r.state == APPLIED]
+        if applied:
+            return applied[-1]
+        if len(by_prefix) > 1:
+            raise PilotError(
+                f"{ref!r} names {len(by_prefix)} receipts: " + ", ".join(r.id for r in by_prefix)
+            )
+        known = ", ".join(r.id for r in everything if r.state == APPLIED) or "none applied"
+        raise PilotError(f"no receipt {ref!r} (receipts: {known})")
+
+    def original(self, receipt: Receipt) -> bytes | None:
+        if not receipt.existed:
+            return None
+        data = read_bytes(self.original_path(receipt.id))
+        if data is None or sha256(data) != receipt.original_sha256:
+            raise PilotError(
+                f"receipt {receipt.id}: its copy of the original bytes is missing or damaged "
+                f"({self.original_path(receipt.id)})"
+            )
+        return data
+
+    def restore(self, receipt: Receipt, state: str, note: str = "") -> None:
+        """Put the original bytes back (or remove a file the change created) and mark the receipt."""
+        path = Path(receipt.file)
+        original = self.original(receipt)
+        if original is None:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            for d in reversed(receipt.created_dirs):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass  # not empty any more: someone put files there
+        else:
+            write_atomic(path, original)
+        receipt.state = state
+        receipt.note = note
+        self.save(receipt)
+
+    def undo(self, ref: str) -> Receipt:
+        """Restore the original bytes of a receipt's file if nobody changed it since."""
+        receipt = self.find(ref)
+        if receipt.state != APPLIED:
+            raise PilotError(f"receipt {receipt.id} is already {receipt.state}; nothing to undo")
+        path = Path(receipt.file)
+        if path.is_symlink():
+            raise PilotError(
+                f"{path} is now a symlink; not following it. Restore by hand from "
+                f"{self.original_path(receipt.id)}"
+            )
+        current = read_bytes(path)
+        now = sha256(current)
+        if now == receipt.original_sha256:
+            receipt.state = UNDONE
+            receipt.note = "the file already had its original bytes"
+            self.save(receipt)
+            return receipt
+        if now != receipt.new_sha256:
+            keep = (
+                f"the original bytes are in {self.original_path(receipt.id)}"
+                if receipt.existed
+                else "the file did not exist before"
+            )
+            what = "was deleted" if current is None else f"now has sha256 {now[:12]}"
+            raise PilotError(
+                f"{path} changed since {receipt.id} was applied ({what}, expected "
+                f"{receipt.new_sha256[:12]}); nothing restored. Reconcile by hand: the change was: "
+                f"{receipt.change}; {keep}"
+            )
+        self.restore(receipt, UNDONE)
+        return receipt
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically, keeping an existing file's permission bits."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
