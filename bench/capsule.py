@@ -425,7 +425,16 @@ def build(build_capsule: Any, root: Path, task_text: str) -> CapsuleRun:
 # --------------------------------------------------------------------------- measuring
 
 
-def measure_scenario(scenario: Scenario, work: Path, build_capsule: Any) -> dict[str, Any]:
+def keep_capsule(keep: Path | None, scenario: str, task: str, text: str) -> None:
+    if keep is None:
+        return
+    path = keep / scenario / f"{task}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def measure_scenario(scenario: Scenario, work: Path, build_capsule: Any,
+                     keep: Path | None = None) -> dict[str, Any]:
     root = materialize(scenario, work / scenario.name)
     problems = validate(scenario, root)
     md_files = [p for p in tracked(root) if p.endswith((".md", ".mdx"))]
@@ -435,6 +444,8 @@ def measure_scenario(scenario: Scenario, work: Path, build_capsule: Any) -> dict
         for task in scenario.tasks:
             base = build_baseline(root, task.text)
             run = build(build_capsule, root, task.text) if build_capsule else None
+            if run is not None:
+                keep_capsule(keep, scenario.name, task.id, run.text)
             checks = []
             for check in task.checks:
                 in_base = any(check.text in t for t in base.texts.values())
@@ -711,7 +722,7 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         speed_root: Path | None = None
         speed_task = ""
         for scenario in scenarios:
-            result = measure_scenario(scenario, work, build_capsule)
+            result = measure_scenario(scenario, work, build_capsule, Path(args.keep) if args.keep else None)
             report["problems"] += result["problems"]
             report["tasks"] += result["tasks"]
             report["scenarios"].append({
@@ -758,6 +769,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-speed", action="store_true", help="skip the timing on the large fixture")
     parser.add_argument("--rounds", type=int, default=11, help="alternating warm runs (default 11)")
     parser.add_argument("--fixtures", default=str(FIXTURES), help=argparse.SUPPRESS)
+    parser.add_argument("--keep", metavar="DIR", help="write each capsule to DIR/<scenario>/<task>.md")
     parser.add_argument("-v", "--verbose", action="store_true", help="also print one line per task")
     args = parser.parse_args(argv)
     report = run_benchmark(args)
