@@ -190,11 +190,9 @@ def _expand_imports(
                 continue
             if rel not in srcs:
                 srcs[rel] = S.Source(rel, {"import", "memory", "rule"}, "")
-                S._set_status(root, inv, srcs[rel], cred)
-                if srcs[rel].status == "untracked":
-                    S.resolve_ignored(root, {rel: srcs[rel]})
+                S.settle(root, inv, {rel: srcs[rel]}, cred)
             else:
-                srcs[rel].roles.update({"import", "rule"})
+                srcs[rel].roles.update({"import", "memory", "rule"})
             if rel not in seen and srcs[rel].status not in _SKIP_STATUSES and _markdownish(rel):
                 seen.add(rel)
                 queue.append((rel, depth + 1))
@@ -208,7 +206,7 @@ def _expand_imports(
             src.alias_of = target
             if target not in srcs:
                 srcs[target] = S.Source(target, set(), "")
-                S._set_status(root, inv, srcs[target], cred)
+                S.settle(root, inv, {target: srcs[target]}, cred)
             srcs[target].roles.update(r for r in src.roles if r in ("instruction", "memory", "rule"))
 
 

@@ -301,9 +301,20 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
                     add(rel, "rule")
     for entry in opts.always_include:
         add(entry.split("#", 1)[0], "always")
-    for path, src in sources.items():
-        _set_status(root, inv, src, cred)
+    settle(root, inv, sources, cred)
     return dict(sorted(sources.items()))
+
+
+def settle(root: Path, inv: Inventory, sources: dict[str, Source], cred: object) -> None:
+    """Status and blob id of each source: credential and outside files untouched, ignored ones unread."""
+    for src in sources.values():
+        _set_status(root, inv, src, cred)
+    resolve_ignored(root, sources)
+    for path, src in sources.items():
+        if src.status == "untracked":
+            src.blob = inv.blob(path) or ""
+            if not src.blob:
+                src.status = "missing"
 
 
 def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
@@ -325,8 +336,7 @@ def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
         elif not trusted and (inv.entries[path].mode == "120000" or os.path.islink(root / path)):
             src.status = "symlink" if src.status == "clean" else src.status
     elif os.path.lexists(root / path):
-        src.status = "untracked"
-        src.blob = inv.blob(path) or ""
+        src.status = "untracked"  # hashed by settle() only once git says it is not ignored
     else:
         src.status = "missing"
 

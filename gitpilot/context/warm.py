@@ -86,7 +86,6 @@ def prepare(repo: Repo, task_text: str) -> State:
     opts = options_from(cfg)
     inv = S.inventory(root)
     srcs = S.plan(root, inv, opts, is_credential=is_credential_filename)
-    S.resolve_ignored(root, srcs)
     config_rel, config_blob, config_bytes = "", "", 0
     if cfg.path is not None:
         config_rel = str(Path(cfg.path).resolve().relative_to(root.resolve())).replace("\\", "/")
@@ -103,14 +102,9 @@ def extra_records(state: State, paths: Iterable[str], roles: Mapping[str, Iterab
     """Sources found by reading (imports, symlink targets), re-derived from the index and stats."""
     from gitpilot.redact import is_credential_filename
 
-    out = []
-    for path in sorted(set(paths)):
-        src = S.Source(path, set(roles.get(path, ())), "")
-        S._set_status(state.root, state.inventory, src, is_credential_filename)
-        if src.status == "untracked":
-            S.resolve_ignored(state.root, {path: src})
-        out.append(src.record())
-    return out
+    found = {path: S.Source(path, set(roles.get(path, ())), "") for path in sorted(set(paths))}
+    S.settle(state.root, state.inventory, found, is_credential_filename)
+    return [src.record() for src in found.values()]
 
 
 def current_fingerprint(state: State, manifest: Mapping[str, Any]) -> str:

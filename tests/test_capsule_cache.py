@@ -1,0 +1,135 @@
+"""The context cache: reuse only on an unchanged fingerprint, section maps in notes, identical bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO_ROOT, git, make_repo, run_pilot
+
+from gitpilot.context.capsule import build_capsule
+from gitpilot.repo import Repo
+
+FILES = {
+    "AGENTS.md": "# Guide\n\nUse tabs.\n\n## Never\n\nNever force-push.\n",
+    ".claude/rules/testing.md": "# Testing\n\nRun the fast suite first.\n",
+    "CLAUDE.md": "# Memory\n\nKeep diffs small.\n\n@docs/imported.md\n",
+    "docs/imported.md": "# Imported\n\nImported rule one.\n",
+    "docs/cache.md": "# Cache\n\nThe cache keeps entries for ten minutes.\n\n## Eviction\n\nLeast recently used.\n",
+    "CONTRIBUTING.md": "# Contributing\n\n## Tests\n\nRun `make test`.\n",
+}
+TASK = "Make cache entries expire after five minutes"
+
+
+def _repo(tmp_path: Path) -> Repo:
+    return Repo.discover(make_repo(tmp_path / "repo", FILES))
+
+
+def test_an_unchanged_repository_reuses_the_capsule(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    first = build_capsule(repo, TASK)
+    again = build_capsule(repo, TASK)
+    assert not first.reused and again.reused
+    assert again.text == first.text and again.path == first.path
+    assert again.baseline_bytes == first.baseline_bytes
+
+
+def test_a_changed_rule_is_never_reported_unchanged(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    root = repo.workdir
+    build_capsule(repo, TASK)
+    (root / "AGENTS.md").write_text(FILES["AGENTS.md"] + "\nUse spaces now.\n")  # dirty, unstaged
+    res = build_capsule(repo, TASK)
+    assert not res.reused and "Use spaces now." in res.text
+    git(root, "commit", "-qam", "rule")  # committed: the index changes too
+    (root / "AGENTS.md").write_text(FILES["AGENTS.md"] + "\nUse spaces now!\n")
+    res = build_capsule(repo, TASK)
+    assert not res.reused and "Use spaces now!" in res.text
+    (root / "docs" / "imported.md").write_text("# Imported\n\nImported rule two.\n")  # an import changed
+    res = build_capsule(repo, TASK)
+    assert not res.reused
+    (root / ".claude" / "rules" / "new.md").write_text("# New\n\nA new untracked rule.\n")  # a new memory file
+    res = build_capsule(repo, TASK)
+    assert not res.reused and "`.claude/rules/new.md`" in res.text
+    (root / ".gitpilot.toml").write_text('[safety]\nnotes = "New note."\n')  # the config
+    res = build_capsule(repo, TASK)
+    assert not res.reused and "New note." in res.text
+    assert build_capsule(repo, TASK).reused
+
+
+def test_a_hand_edited_capsule_is_rebuilt(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    first = build_capsule(repo, TASK)
+    assert first.path is not None
+    first.path.write_text(first.text.replace("Use tabs.", "Use anything."))
+    res = build_capsule(repo, TASK)
+    assert not res.reused and res.text == first.text
+    assert first.path.read_text() == first.text
+
+
+def test_the_cli_warm_path_serves_and_notices_changes(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    root = repo.workdir
+    assert "capsule built" in run_pilot("capsule", "--task", TASK, cwd=root).stdout
+    assert "capsule reused" in run_pilot("capsule", "--task", TASK, cwd=root).stdout
+    git(root, "status")  # refreshes and rewrites the index: the stamp misses, the full check still reuses
+    assert "capsule reused" in run_pilot("capsule", "--task", TASK, cwd=root).stdout
+    (root / ".claude" / "rules" / "testing.md").write_text("# Testing\n\nRun the slow suite too.\n")
+    assert "capsule built" in run_pilot("capsule", "--task", TASK, cwd=root).stdout
+    printed = run_pilot("capsule", "--task", TASK, "--print", cwd=root).stdout
+    assert printed.startswith("# Context capsule") and TASK in printed
+
+
+def test_section_maps_are_notes_on_blob_ids_and_are_not_parsed_again(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    root = repo.workdir
+    first = build_capsule(repo, TASK)
+    assert first.manifest["parsed_files"] > 0
+    blob = git(root, "rev-parse", "HEAD:docs/cache.md").strip()
+    note = json.loads(git(root, "notes", "--ref=pilot/sections", "show", blob))
+    assert [s[1] for s in note["sections"]] == ["Cache", "Eviction"]
+    assert "ten minutes" not in json.dumps(note)
+    other = build_capsule(repo, "Document the eviction policy")
+    assert other.manifest["parsed_files"] == 0
+    git(root, "checkout", "-qb", "other")  # another branch, same blobs: still no parse
+    third = build_capsule(repo, "Explain eviction to users")
+    assert third.manifest["parsed_files"] == 0
+
+
+def test_output_is_byte_identical_under_any_hash_seed(tmp_path: Path) -> None:
+    src = make_repo(tmp_path / "src", FILES)
+    script = ("import sys\nfrom gitpilot.context.capsule import build_capsule\nfrom gitpilot.repo import Repo\n"
+              "r = build_capsule(Repo.discover(sys.argv[1]), sys.argv[2])\n"
+              "sys.stdout.buffer.write(r.text.encode() + b'\\0' + r.json_path.read_bytes())\n")
+    outputs = []
+    for seed in ("1", "4242", "random"):
+        clone = tmp_path / f"clone-{seed}"
+        shutil.copytree(src, clone)
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONHASHSEED=seed)
+        proc = subprocess.run([sys.executable, "-c", script, str(clone), TASK], capture_output=True, env=env)
+        assert proc.returncode == 0, proc.stderr.decode()
+        outputs.append(proc.stdout.replace(str(clone).encode(), b"<root>"))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert b"Use tabs." in outputs[0]
+
+
+def test_the_task_record_holds_the_capsule_and_manifest(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    res = build_capsule(repo, TASK)
+    root = repo.workdir
+    assert git(root, "show", f"refs/pilot/tasks/{res.task_id}:capsule.md") == res.text
+    manifest = json.loads(git(root, "show", f"refs/pilot/tasks/{res.task_id}:manifest.json"))
+    assert manifest["fingerprint"] == res.manifest["fingerprint"]
+    roles = {s["path"]: s["roles"] for s in manifest["sources"]}
+    assert "instruction" in roles["AGENTS.md"] and "memory" in roles[".claude/rules/testing.md"]
+    assert "import" in roles["docs/imported.md"]
+    # a fresh worktree without the files on disk restores the capsule from the record
+    assert res.path is not None and res.json_path is not None
+    res.path.unlink()
+    res.json_path.unlink()
+    again = build_capsule(repo, TASK)
+    assert again.reused and again.text == res.text
