@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pygit2
 
 ZERO_OID = "0" * 40
+_DELTA_NAMES = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied",
+                "T": "typechange"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,20 @@ class TreeEntry:
     @property
     def is_tree(self) -> bool:
         return self.mode == 0o040000
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One changed file of a tree diff (renames detected). ``lines``: (``+``/``-``, line number,
+    text) of changed lines, bounded in bytes per file; ``added``/``deleted`` always count all."""
+
+    old_path: str | None  # None: added
+    new_path: str | None  # None: deleted
+    status: str  # added, deleted, modified, renamed, copied, typechange
+    added: int
+    deleted: int
+    binary: bool
+    lines: tuple[tuple[str, int, str], ...] = ()
 
 
 def _unsupported(stderr: str) -> str | None:
@@ -285,6 +301,45 @@ class Repo:
     def create_blob(self, data: bytes) -> str:
         return str(self.pygit2_repo().create_blob(data))
 
+    def diff_stats(self, old_tree: str | None, new_tree: str,
+                   max_line_bytes: int = 1 << 20) -> list[FileChange]:
+        """The changes from ``old_tree`` (None: the empty tree) to ``new_tree``, renames detected."""
+        import pygit2
+
+        pg = self.pygit2_repo()
+        try:
+            new = pg[new_tree].peel(pygit2.Tree)
+            old = pg[old_tree].peel(pygit2.Tree) if old_tree is not None else None
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise PilotError(f"cannot diff {old_tree or 'the empty tree'} against {new_tree}: {exc}") from exc
+        if old is not None:
+            diff = old.diff_to_tree(new, context_lines=0)
+        else:
+            diff = new.diff_to_tree(context_lines=0, swap=True)
+        diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
+        changes = []
+        for patch in diff:
+            if patch is None:
+                continue
+            delta = patch.delta
+            kind = _DELTA_NAMES.get(delta.status_char(), "modified")
+            _, added, deleted = patch.line_stats
+            lines: list[tuple[str, int, str]] = []
+            budget = max_line_bytes
+            for hunk in patch.hunks if not delta.is_binary else ():
+                for ln in hunk.lines:
+                    if ln.origin not in ("+", "-") or budget <= 0:
+                        continue
+                    raw = bytes(ln.raw_content)
+                    budget -= len(raw)
+                    number = ln.new_lineno if ln.origin == "+" else ln.old_lineno
+                    lines.append((ln.origin, int(number), raw.decode("utf-8", "replace").rstrip("\r\n")))
+            changes.append(FileChange(
+                None if kind == "added" else _raw_path(delta.old_file),
+                None if kind == "deleted" else _raw_path(delta.new_file),
+                kind, int(added), int(deleted), bool(delta.is_binary), tuple(lines)))
+        return changes
+
     def commit_tree_of(self, commit: str) -> str | None:
         return self.rev_parse(f"{commit}^{{tree}}")
 
@@ -309,6 +364,13 @@ def _tz_minutes(tz: str) -> int:
     sign = -1 if tz.startswith("-") else 1
     tz = tz.lstrip("+-")
     return sign * (int(tz[:2]) * 60 + int(tz[2:4]))
+
+
+def _raw_path(diff_file: Any) -> str:
+    raw = getattr(diff_file, "raw_path", None)
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", "surrogateescape")
+    return str(diff_file.path)
 
 
 def _raw_name(entry: Any) -> bytes:
