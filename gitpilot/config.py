@@ -58,6 +58,16 @@ SCHEMA: dict[str, tuple[Any, Any]] = {
     "optimizer.sourcemap_inject": ("bool", False),
     "optimizer.sourcemap_budget": ("int", 6000),
     "optimizer.prune_min_sessions": ("int", 5),
+    # Adaptive review (gitpilot/review): unset max_rounds is 3 for a v0.4 config; unset
+    # high_risk_rounds is max_rounds; every *_rounds >= 1 (checked in review/budget.py).
+    "reviewer.adaptive": ("bool", True),
+    "reviewer.max_rounds": ("int", 2),
+    "reviewer.small_rounds": ("int", 1),
+    "reviewer.normal_rounds": ("int", 2),
+    "reviewer.high_risk_rounds": ("int", 2),
+    "reviewer.high_risk_paths": ("list[str]", []),
+    "reviewer.high_risk_keywords": ("list[str]", []),
+    "planner.enabled": ("bool", False),
 }
 
 # Keys of each [[check]] table.
