@@ -71,7 +71,8 @@ def _stop_background(repo: Repo, tid: str, cur: dict[str, Any]) -> list[str]:
     adapter = agents.get(str(cur.get("agent") or "claude"))
     features = adapter.features(cache_dir=repo.pilot_dir / "agents")
     if not features.installed:
-        return [f"{adapter.executable} is not installed: cannot stop background session {cur.get('short_id')}"]
+        short = cur.get("short_id")
+        return [f"{adapter.executable} is not installed: cannot stop background session {short}"]
     live = L.list_live(repo, tid, adapter, features)
     if live is None:
         return [f"{adapter.executable} cannot list its sessions: stop {cur.get('short_id')} yourself"]

@@ -190,13 +190,21 @@ def compute(old: Mapping[str, Any], new: Mapping[str, Any], manifest: Mapping[st
     changes: list[SourceChange] = []
     for path in sorted(set(old_src) | set(new_src)):
         o, n = old_src.get(path), new_src.get(path)
-        if o is not None and n is not None and (o["status"], o["blob"]) == (n["status"], n["blob"]):
-            continue
-        changes.append(_source_change(path, o, n, given.get(path, []), root))
+        if o is not None and n is not None and (_kind(o), o["blob"]) == (_kind(n), n["blob"]):
+            continue  # same text (committing a file changes its status, not what it says)
+        change = _source_change(path, o, n, given.get(path, []), root)
+        if change.kind == "modified" and not change.sections and not change.note:
+            continue  # a new blob with no section of different text (line endings at the end, say)
+        changes.append(change)
     cfg = _config_change(old.get("config") or {}, new.get("config") or {}, root)
     if cfg is not None:
         changes.insert(0, cfg)
     return Delta(changes)
+
+
+def _kind(entry: Mapping[str, Any]) -> str:
+    status = str(entry.get("status") or "")
+    return status if status in _UNREADABLE else "readable"
 
 
 def _source_change(path: str, o: Mapping[str, Any] | None, n: Mapping[str, Any] | None,
@@ -218,9 +226,17 @@ def _source_change(path: str, o: Mapping[str, Any] | None, n: Mapping[str, Any] 
         # Given before, not sectioned now: read it again so the change is still described.
         text = _read_checked(root, path, n["blob"])
         new_secs = own_sections(text) if text is not None else None
+    note = ""
     if new_secs is None:
-        return SourceChange(path, kind, (o or {}).get("blob", ""), n["blob"], n["status"], roles,
-                            note="not part of your context: open it only if you need it")
+        # Not in the session's context: say which sections changed (line ranges only).
+        text = _read_checked(root, path, n["blob"])
+        old_text = _read_blob(root, str((o or {}).get("blob") or ""))
+        if text is None or (o is not None and old_text is None):
+            return SourceChange(path, kind, (o or {}).get("blob", ""), n["blob"], n["status"], roles,
+                                note="not part of your context: open it only if you need it")
+        new_secs = own_sections(text)
+        old_secs = own_sections(old_text) if old_text is not None else []
+        note = "not part of your context: the changed sections, to open only if you need them"
     pairs = _section_changes(old_secs, new_secs)
     needs_text = [s for k, s in pairs if k != "removed" and _overlaps(given, s.start, s.end)]
     if needs_text and text is None:
@@ -235,7 +251,22 @@ def _source_change(path: str, o: Mapping[str, Any] | None, n: Mapping[str, Any] 
                 body = None  # the file moved on since it was hashed: never serve stale text
         out.append(SectionChange(k, s.heading, s.start, s.end, s.sha256, body))
     out.sort(key=lambda c: (c.kind == "removed", c.start))
-    return SourceChange(path, kind, (o or {}).get("blob", ""), n["blob"], n["status"], roles, out)
+    return SourceChange(path, kind, (o or {}).get("blob", ""), n["blob"], n["status"], roles, out, note=note)
+
+
+def _read_blob(root: Path, blob: str) -> str | None:
+    """An old version's text from the object database (None when git does not have it)."""
+    from gitpilot.gitrun import run_git
+
+    if not blob:
+        return None
+    proc = run_git(["cat-file", "blob", blob], root, check=False)
+    if proc.returncode != 0:
+        return None
+    try:
+        return proc.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _lines(text: str) -> list[str]:

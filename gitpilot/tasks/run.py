@@ -93,6 +93,10 @@ def _context(repo: Repo, text: str, agent: str, notify: Notify | None, note: str
     return _Ctx(repo, cfg, task_id(text), text, adapter, features, notify or (lambda _l: None), note)
 
 
+def _default_agent(repo: Repo) -> str:
+    return str(_setting(load(repo.workdir), "agent.default", DEFAULT_AGENT)) or DEFAULT_AGENT
+
+
 # -- entry points ----------------------------------------------------------------------------
 def run(repo: Repo, text: str, *, agent: str | None = None, dry_run: bool = False,
         task_file: Path | None = None, notify: Notify | None = None, note: str = "") -> Report:
@@ -103,7 +107,7 @@ def run(repo: Repo, text: str, *, agent: str | None = None, dry_run: bool = Fals
     tid = task_id(text)
     record = parse_session(TaskStore(repo).read_file(tid, SESSION_FILE))
     cur = current(record)
-    chosen = agent or (cur or {}).get("agent") or DEFAULT_AGENT
+    chosen = agent or (cur or {}).get("agent") or _default_agent(repo)
     ctx = _context(repo, text, chosen, notify, note)
     changed_from = _task_file_change(repo, task_file, tid, dry_run)
     if cur is not None and cur.get("agent") == chosen and (cur.get("session_id") or cur.get("short_id")):
@@ -129,7 +133,7 @@ def resume(repo: Repo, ident: str, *, agent: str | None = None, dry_run: bool = 
                          "start it with git pilot run")
     record = parse_session(files.get(SESSION_FILE))
     cur = current(record)
-    chosen = agent or (cur or {}).get("agent") or DEFAULT_AGENT
+    chosen = agent or (cur or {}).get("agent") or _default_agent(repo)
     ctx = _context(repo, text, chosen, notify, note)
     if cur is None or cur.get("agent") != chosen:
         return _launch_new(ctx, dry_run, None)
@@ -334,12 +338,13 @@ def _finish(ctx: _Ctx, sid: str | None, code: int, failure: str | None, output: 
     ended = L.now_iso()
 
     def record(rec: dict[str, Any], state: dict[str, Any]) -> None:
-        for entry in reversed(rec["sessions"]):
-            if isinstance(entry, dict) and entry.get("session_id") in (sid, None):
-                if entry.get("session_id") is None and sid:
-                    entry["session_id"] = sid
-                entry["exit"], entry["failure"], entry["ended"] = code, failure, ended
-                break
+        entry = current(rec)
+        if entry is not None:  # the session this run started or resumed (runs never overlap)
+            before = entry.get("session_id")
+            if sid and before != sid:  # the CLI printed the id it really used
+                entry["session_id"] = sid
+                state["sessions"] = [s for s in state["sessions"] if s != before]
+            entry["exit"], entry["failure"], entry["ended"] = code, failure, ended
         if sid and sid not in state["sessions"]:
             state["sessions"].append(sid)
         if failure is None:
