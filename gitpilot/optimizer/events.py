@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol
 
 # Event kinds.
 SESSION_START = "session_start"
@@ -698,9 +699,23 @@ def _json_lines(lines: Iterable[str | bytes]) -> Iterator[dict[str, object]]:
             yield rec
 
 
-#: Adapters by agent: each has ``name``, ``startup_channel`` and ``parse(lines)``. Copilot and Pi
-#: are added by writing a class with the same three members and listing it here.
-ADAPTERS: dict[str, object] = {
+class Adapter(Protocol):
+    """What an agent adapter provides. Copilot and Pi are added by writing one more class.
+
+    ``startup_channel`` says where an agent can receive startup context (learned facts, a
+    source map): ``session_start`` (a SessionStart hook's ``additionalContext``, Claude Code),
+    ``prompt`` (prepended to the task prompt, Codex), or ``first_tool_result`` (attached to the
+    first tool result, Grok).
+    """
+
+    name: str
+    startup_channel: str
+
+    def parse(self, lines: Iterable[str | bytes]) -> Iterator[Event]: ...
+
+
+#: Adapters by source format.
+ADAPTERS: dict[str, Adapter] = {
     "claude-transcript": ClaudeTranscript(),
     "codex-exec": CodexExec(),
     "codex-rollout": CodexRollout(),
