@@ -11,17 +11,32 @@ from gitpilot.context.capsule import build_capsule
 from gitpilot.repo import Repo
 
 AGENTS = "# Agent guide\n\nUse Python 3.11.\n\n## Never\n\nNever push to main.\n"
-CONTRIB = ("# Contributing\n\n## Running the tests\n\nRun `pytest -q` from the root.\n\n"
-           "## Commit messages\n\nImperative mood, one topic per commit.\n\n## Security\n\nReport to sec@example.com.\n")
-RETRY = "# Retries\n\nRequests are retried with `max_retries` (default 5).\n\n## Backoff\n\nExponential, capped at 60 s.\n"
+CONTRIB = (
+    "# Contributing\n\n## Running the tests\n\nRun `pytest -q` from the root.\n\n"
+    "## Commit messages\n\nImperative mood, one topic per commit.\n\n"
+    "## Security\n\nReport to sec@example.com.\n"
+)
+RETRY = (
+    "# Retries\n\nRequests are retried with `max_retries` (default 5).\n\n"
+    "## Backoff\n\nExponential, capped at 60 s.\n"
+)
 CHANGELOG = "# Changelog\n\n## 2.0.0\n\n### Security\n\nPatched a token leak.\n"
-TOML = ('base_branch = "main"\n\n[[check]]\nname = "test"\nrun = "pytest -q"\n\n'
-        '[safety]\nhuman_gates = ["deploying to production", "deleting user data"]\nnotes = "Ask before migrations."\n')
+TOML = (
+    'base_branch = "main"\n\n[[check]]\nname = "test"\nrun = "pytest -q"\n\n'
+    '[safety]\nhuman_gates = ["deploying to production", "deleting user data"]\n'
+    'notes = "Ask before migrations."\n'
+)
 
 
 def _repo(tmp_path: Path, extra: dict[str, str] | None = None) -> Repo:
-    files = {"AGENTS.md": AGENTS, "CONTRIBUTING.md": CONTRIB, "docs/retries.md": RETRY,
-             "CHANGELOG.md": CHANGELOG, ".gitpilot.toml": TOML, "src/app.py": "x = 1\n"}
+    files = {
+        "AGENTS.md": AGENTS,
+        "CONTRIBUTING.md": CONTRIB,
+        "docs/retries.md": RETRY,
+        "CHANGELOG.md": CHANGELOG,
+        ".gitpilot.toml": TOML,
+        "src/app.py": "x = 1\n",
+    }
     files.update(extra or {})
     return Repo.discover(make_repo(tmp_path / "repo", files))
 
@@ -31,15 +46,26 @@ def test_the_capsule_holds_everything_in_the_documented_order(tmp_path: Path) ->
     task = "Lower the default of max_retries to 3.\n"
     res = build_capsule(repo, task)
     text = res.text
-    heads = ["## Task", "## Configuration", "## Agent memory", "## Instruction files", "## Mandatory sections",
-             "## Relevant sections", "## Left out"]
+    heads = [
+        "## Task",
+        "## Configuration",
+        "## Agent memory",
+        "## Instruction files",
+        "## Mandatory sections",
+        "## Relevant sections",
+        "## Left out",
+    ]
     positions = [text.index(h) for h in heads]
     assert positions == sorted(positions)
-    assert text[text.index("## Task"):].startswith("## Task\n\n" + task)
-    config = text[positions[1]:positions[2]]
+    assert text[text.index("## Task") :].startswith("## Task\n\n" + task)
+    config = text[positions[1] : positions[2]]
     assert "`main`" in config and "`test`: `pytest -q`" in config
-    assert "deploying to production" in config and "deleting user data" in config and "Ask before migrations." in config
-    assert "Requests are retried with `max_retries` (default 5)." in text[positions[5]:positions[6]]
+    assert (
+        "deploying to production" in config
+        and "deleting user data" in config
+        and "Ask before migrations." in config
+    )
+    assert "Requests are retried with `max_retries` (default 5)." in text[positions[5] : positions[6]]
     assert res.path is not None and res.path.read_text() == text
     assert res.path.parent == repo.git_dir / "pilot"
     assert res.capsule_bytes == len(text.encode())
@@ -53,7 +79,7 @@ def test_excerpts_are_exact_and_labelled_with_lines_and_hash(tmp_path: Path) -> 
     res = build_capsule(repo, "Lower the default of max_retries")
     rel = [x for x in res.manifest["relevant"] if x["path"] == "docs/retries.md"][0]
     lines = RETRY.splitlines(keepends=True)
-    exact = "".join(lines[rel["start"] - 1:rel["end"]])
+    exact = "".join(lines[rel["start"] - 1 : rel["end"]])
     assert exact in res.text
     assert rel["sha256"] == hashlib.sha256(exact.encode()).hexdigest()
     assert f"lines {rel['start']}-{rel['end']} · sha256 {rel['sha256']}" in res.text
@@ -70,7 +96,7 @@ def test_baseline_counts_task_config_and_every_context_file(tmp_path: Path) -> N
 def test_keyword_sections_come_from_rule_files_only(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     res = build_capsule(repo, "Rename the logger")
-    mandatory = res.text[res.text.index("## Mandatory sections"):res.text.index("## Relevant sections")]
+    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
     assert "Report to sec@example.com." in mandatory
     assert "Patched a token leak." not in mandatory  # CHANGELOG is documentation, not a rule file
 
@@ -85,18 +111,26 @@ def test_mandatory_material_is_never_cut_to_the_budget(tmp_path: Path) -> None:
 
 
 def test_every_kind_of_always_include(tmp_path: Path) -> None:
-    toml = TOML + ('\n[leanloop.context]\nalways_include = ["docs/style.md", "docs/ops.md#Deploy windows", '
-                   '"docs/missing.md"]\n')
-    repo = _repo(tmp_path, {
-        ".gitpilot.toml": toml,
-        "docs/style.md": "# Style\n\nTabs, never spaces.\n",
-        "docs/ops.md": "# Ops\n\n## Deploy windows\n\nOnly on Tuesdays.\n\n### Freeze\n\nNo deploys in December.\n\n"
-                       "## Paging\n\nPage the on-call.\n",
-        "docs/notes.md": "# Notes\n\nFiller.\n\n<!-- pilot:always -->\nAlways run the linter.\n<!-- /pilot:always -->\n",
-        "docs/legacy.md": "# Legacy\n\n<!-- autopilot:always -->\nLegacy rule kept.\n<!-- /autopilot:always -->\n",
-    })
+    toml = TOML + (
+        '\n[leanloop.context]\nalways_include = ["docs/style.md", "docs/ops.md#Deploy windows", '
+        '"docs/missing.md"]\n'
+    )
+    repo = _repo(
+        tmp_path,
+        {
+            ".gitpilot.toml": toml,
+            "docs/style.md": "# Style\n\nTabs, never spaces.\n",
+            "docs/ops.md": "# Ops\n\n## Deploy windows\n\nOnly on Tuesdays.\n\n"
+            "### Freeze\n\nNo deploys in December.\n\n"
+            "## Paging\n\nPage the on-call.\n",
+            "docs/notes.md": "# Notes\n\nFiller.\n\n<!-- pilot:always -->\n"
+            "Always run the linter.\n<!-- /pilot:always -->\n",
+            "docs/legacy.md": "# Legacy\n\n<!-- autopilot:always -->\n"
+            "Legacy rule kept.\n<!-- /autopilot:always -->\n",
+        },
+    )
     res = build_capsule(repo, "Rename the logger")
-    mandatory = res.text[res.text.index("## Mandatory sections"):res.text.index("## Relevant sections")]
+    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
     assert "Tabs, never spaces." in mandatory
     assert "Only on Tuesdays." in mandatory and "No deploys in December." in mandatory  # with subsections
     assert "Page the on-call." not in mandatory
@@ -105,12 +139,14 @@ def test_every_kind_of_always_include(tmp_path: Path) -> None:
 
 
 def test_nested_instruction_files_apply_to_the_paths_the_task_names(tmp_path: Path) -> None:
-    extra = {"services/billing/AGENTS.md": "# Billing rules\n\nAmounts are integer cents.\n",
-             "services/search/AGENTS.md": "# Search rules\n\nReindex after schema changes.\n",
-             "services/billing/invoice.py": "x = 1\n"}
+    extra = {
+        "services/billing/AGENTS.md": "# Billing rules\n\nAmounts are integer cents.\n",
+        "services/search/AGENTS.md": "# Search rules\n\nReindex after schema changes.\n",
+        "services/billing/invoice.py": "x = 1\n",
+    }
     repo = _repo(tmp_path, extra)
     res = build_capsule(repo, "Fix rounding in services/billing/invoice.py")
-    mandatory = res.text[res.text.index("## Mandatory sections"):res.text.index("## Relevant sections")]
+    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
     assert "Amounts are integer cents." in mandatory
     assert "Reindex after schema changes." not in mandatory
     res2 = build_capsule(repo, "Tune the search ranking weights")
@@ -123,7 +159,7 @@ def test_memory_is_listed_by_hash_not_repeated(tmp_path: Path) -> None:
     style = "# Style\n\nUse dataclasses.\n"
     repo = _repo(tmp_path, {".claude/rules/style.md": style, ".claude/CLAUDE.md": "# Local\n\nBe brief.\n"})
     res = build_capsule(repo, "Use dataclasses in the config loader")
-    memory = res.text[res.text.index("## Agent memory"):res.text.index("## Instruction files")]
+    memory = res.text[res.text.index("## Agent memory") : res.text.index("## Instruction files")]
     assert f"`.claude/rules/style.md` · sha256 {hashlib.sha256(style.encode()).hexdigest()}" in memory
     assert "`.claude/CLAUDE.md`" in memory
     assert "Use dataclasses." not in res.text.replace(memory, "")
@@ -146,10 +182,15 @@ def test_an_import_only_or_symlinked_claude_md_includes_its_target_once(tmp_path
 
 
 def test_imports_of_memory_files_become_listed_memory(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, {"CLAUDE.md": "# Memory\n\nSee below.\n\n@docs/conventions.md\n",
-                            "docs/conventions.md": "# Conventions\n\nSnake case everywhere.\n"})
+    repo = _repo(
+        tmp_path,
+        {
+            "CLAUDE.md": "# Memory\n\nSee below.\n\n@docs/conventions.md\n",
+            "docs/conventions.md": "# Conventions\n\nSnake case everywhere.\n",
+        },
+    )
     res = build_capsule(repo, "Rename the logger")
-    memory = res.text[res.text.index("## Agent memory"):res.text.index("## Instruction files")]
+    memory = res.text[res.text.index("## Agent memory") : res.text.index("## Instruction files")]
     assert "`docs/conventions.md` · sha256" in memory
     roles = {s["path"]: s["roles"] for s in res.manifest["sources"]}
     assert "import" in roles["docs/conventions.md"]

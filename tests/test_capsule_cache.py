@@ -19,7 +19,8 @@ FILES = {
     ".claude/rules/testing.md": "# Testing\n\nRun the fast suite first.\n",
     "CLAUDE.md": "# Memory\n\nKeep diffs small.\n\n@docs/imported.md\n",
     "docs/imported.md": "# Imported\n\nImported rule one.\n",
-    "docs/cache.md": "# Cache\n\nThe cache keeps entries for ten minutes.\n\n## Eviction\n\nLeast recently used.\n",
+    "docs/cache.md": "# Cache\n\nThe cache keeps entries for ten minutes.\n\n"
+    "## Eviction\n\nLeast recently used.\n",
     "CONTRIBUTING.md": "# Contributing\n\n## Tests\n\nRun `make test`.\n",
 }
 TASK = "Make cache entries expire after five minutes"
@@ -52,7 +53,9 @@ def test_a_changed_rule_is_never_reported_unchanged(tmp_path: Path) -> None:
     (root / "docs" / "imported.md").write_text("# Imported\n\nImported rule two.\n")  # an import changed
     res = build_capsule(repo, TASK)
     assert not res.reused
-    (root / ".claude" / "rules" / "new.md").write_text("# New\n\nA new untracked rule.\n")  # a new memory file
+    (root / ".claude" / "rules" / "new.md").write_text(
+        "# New\n\nA new untracked rule.\n"
+    )  # a new memory file
     res = build_capsule(repo, TASK)
     assert not res.reused and "`.claude/rules/new.md`" in res.text
     (root / ".gitpilot.toml").write_text('[safety]\nnotes = "New note."\n')  # the config
@@ -102,9 +105,11 @@ def test_section_maps_are_notes_on_blob_ids_and_are_not_parsed_again(tmp_path: P
 
 def test_output_is_byte_identical_under_any_hash_seed(tmp_path: Path) -> None:
     src = make_repo(tmp_path / "src", FILES)
-    script = ("import sys\nfrom gitpilot.context.capsule import build_capsule\nfrom gitpilot.repo import Repo\n"
-              "r = build_capsule(Repo.discover(sys.argv[1]), sys.argv[2])\n"
-              "sys.stdout.buffer.write(r.text.encode() + b'\\0' + r.json_path.read_bytes())\n")
+    script = (
+        "import sys\nfrom gitpilot.context.capsule import build_capsule\nfrom gitpilot.repo import Repo\n"
+        "r = build_capsule(Repo.discover(sys.argv[1]), sys.argv[2])\n"
+        "sys.stdout.buffer.write(r.text.encode() + b'\\0' + r.json_path.read_bytes())\n"
+    )
     outputs = []
     for seed in ("1", "4242", "random"):
         clone = tmp_path / f"clone-{seed}"

@@ -16,7 +16,9 @@ def test_prints_size_and_path_then_json_then_the_capsule(tmp_path: Path) -> None
     proc = run_pilot("capsule", "--task", "Shorten cache entry lifetime", cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("capsule built: ") and "/.git/pilot/capsule-" in proc.stdout
-    data = json.loads(run_pilot("capsule", "--task", "Shorten cache entry lifetime", "--json", cwd=root).stdout)
+    data = json.loads(
+        run_pilot("capsule", "--task", "Shorten cache entry lifetime", "--json", cwd=root).stdout
+    )
     assert data["reused"] is True and data["capsule_bytes"] > 0 and data["baseline_bytes"] > 0
     assert data["manifest"]["fingerprint"] and Path(data["path"]).is_file()
     printed = run_pilot("capsule", "--task", "Shorten cache entry lifetime", "--print", cwd=root).stdout
@@ -43,8 +45,12 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 def test_runs_through_git(tmp_path: Path, pilot_on_path: Path) -> None:
     root = make_repo(tmp_path / "repo", FILES)
-    proc = subprocess.run(["git", "pilot", "capsule", "--task", "Shorten cache entry lifetime"], cwd=root,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "pilot", "capsule", "--task", "Shorten cache entry lifetime"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "capsule built" in proc.stdout
 

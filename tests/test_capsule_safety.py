@@ -36,15 +36,23 @@ def _probe(root: Path, task: str) -> dict[str, object]:
 
 
 def test_credential_files_are_never_opened(tmp_path: Path) -> None:
-    toml = ('[leanloop.context]\nfiles = ["*.md", "*.env", "config/*"]\n'
-            'always_include = [".env", "deploy/id_rsa", "config/credentials.json"]\n')
-    root = make_repo(tmp_path / "repo", {
-        ".gitpilot.toml": toml,
-        "CLAUDE.md": "# Memory\n\nNotes.\n\n@.npmrc\n",
-        ".env": "API=1\n", ".npmrc": "//registry:_authToken=x\n", "deploy/id_rsa": "key\n",
-        "config/credentials.json": "{}\n", "config/app.md": "# App\n\nSettings.\n",
-        "docs/guide.md": "# Guide\n\nHow to deploy.\n",
-    })
+    toml = (
+        '[leanloop.context]\nfiles = ["*.md", "*.env", "config/*"]\n'
+        'always_include = [".env", "deploy/id_rsa", "config/credentials.json"]\n'
+    )
+    root = make_repo(
+        tmp_path / "repo",
+        {
+            ".gitpilot.toml": toml,
+            "CLAUDE.md": "# Memory\n\nNotes.\n\n@.npmrc\n",
+            ".env": "API=1\n",
+            ".npmrc": "//registry:_authToken=x\n",
+            "deploy/id_rsa": "key\n",
+            "config/credentials.json": "{}\n",
+            "config/app.md": "# App\n\nSettings.\n",
+            "docs/guide.md": "# Guide\n\nHow to deploy.\n",
+        },
+    )
     got = _probe(root, "How do I deploy the app?")
     opened = [os.path.realpath(p) for p in got["opened"]]  # type: ignore[union-attr]
     for name in (".env", ".npmrc", "deploy/id_rsa", "config/credentials.json"):
@@ -55,11 +63,17 @@ def test_credential_files_are_never_opened(tmp_path: Path) -> None:
         assert f"`{name}`: named like a credential file: never opened" in text
 
 
-def test_a_section_with_a_credential_is_withheld_from_capsule_manifest_notes_and_record(tmp_path: Path) -> None:
-    root = make_repo(tmp_path / "repo", {
-        "AGENTS.md": f"# Guide\n\nDeploy with care.\n\n## Tokens\n\nUse {TOKEN} for the deploy bot.\n\n## Deploy\n\nRun make deploy.\n",
-        "docs/deploy.md": f"# Deploy\n\nThe deploy token is {TOKEN}.\n\n## Steps\n\nRun make deploy.\n",
-    })
+def test_a_section_with_a_credential_is_withheld_from_capsule_manifest_notes_and_record(
+    tmp_path: Path,
+) -> None:
+    root = make_repo(
+        tmp_path / "repo",
+        {
+            "AGENTS.md": f"# Guide\n\nDeploy with care.\n\n## Tokens\n\nUse {TOKEN} for the deploy bot.\n\n"
+            "## Deploy\n\nRun make deploy.\n",
+            "docs/deploy.md": f"# Deploy\n\nThe deploy token is {TOKEN}.\n\n## Steps\n\nRun make deploy.\n",
+        },
+    )
     repo = Repo.discover(root)
     res = build_capsule(repo, "How does the deploy bot deploy?")
     assert TOKEN not in res.text
@@ -77,8 +91,10 @@ def test_a_section_with_a_credential_is_withheld_from_capsule_manifest_notes_and
 def test_paths_outside_the_repository_are_refused(tmp_path: Path) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text("# Outside\n\nSECRET-OUTSIDE text.\n")
-    root = make_repo(tmp_path / "repo", {"CLAUDE.md": "# Memory\n\n@../outside.md\n\n@~/notes.md\n",
-                                         "docs/a.md": "# A\n\nalpha\n"})
+    root = make_repo(
+        tmp_path / "repo",
+        {"CLAUDE.md": "# Memory\n\n@../outside.md\n\n@~/notes.md\n", "docs/a.md": "# A\n\nalpha\n"},
+    )
     os.symlink(outside, root / "docs" / "link.md")
     git(root, "add", "docs/link.md")
     git(root, "commit", "-qm", "link")
@@ -93,7 +109,9 @@ def test_paths_outside_the_repository_are_refused(tmp_path: Path) -> None:
 
 
 def test_ignored_files_are_named_and_not_read(tmp_path: Path) -> None:
-    root = make_repo(tmp_path / "repo", {".gitignore": "CLAUDE.local.md\nscratch/\n", "docs/a.md": "# A\n\nalpha\n"})
+    root = make_repo(
+        tmp_path / "repo", {".gitignore": "CLAUDE.local.md\nscratch/\n", "docs/a.md": "# A\n\nalpha\n"}
+    )
     (root / "CLAUDE.local.md").write_text("# Local\n\nIGNORED-TEXT\n")
     (root / "scratch").mkdir()
     (root / "scratch" / "notes.md").write_text("# Notes\n\nIGNORED-TEXT too\n")

@@ -62,7 +62,7 @@ def test_ranges_nest_and_hold_the_exact_text_with_its_hash() -> None:
     assert text.startswith("# Guide\n") and text.endswith("> # quoted, not a heading\n")
     assert guide.sha256 == hashlib.sha256(text.encode()).hexdigest()
     assert range_text(lines, guide.start, guide.body_end).rstrip().endswith("# indented code, not a heading")
-    assert smap.kids(guide.index) == (2, 3)
+    assert smap.kids(guide.pos) == (2, 3)
     assert smap.heading_path(3) == ["Guide", "Deep"]
     second = smap.sections[4]
     assert range_text(lines, second.start, second.end) == "# Second\nLast line.\n"
@@ -88,8 +88,10 @@ def test_the_note_body_round_trips_and_holds_no_body_text() -> None:
 
 
 def test_always_blocks_are_found_outside_code_only() -> None:
-    doc = ("# Rules\n\n<!-- pilot:always -->\nKeep this.\n<!-- /pilot:always -->\n\n"
-           "```\n<!-- pilot:always -->\nexample only\n```\n\n<!-- autopilot:always -->\nLegacy block.\n")
+    doc = (
+        "# Rules\n\n<!-- pilot:always -->\nKeep this.\n<!-- /pilot:always -->\n\n"
+        "```\n<!-- pilot:always -->\nexample only\n```\n\n<!-- autopilot:always -->\nLegacy block.\n"
+    )
     smap = parse(doc)
     assert smap.always == ((3, 5), (12, 13))
 

@@ -22,32 +22,49 @@ def test_tokens_split_identifiers_and_stem_lightly() -> None:
 
 
 def test_identifiers_the_task_names() -> None:
-    task = ("Fix `build_capsule()` in src/app/capsule.py for the --print flag; CapsuleResult "
-            "and load_config break in Phase 5 (see D12 and #123).")
+    task = (
+        "Fix `build_capsule()` in src/app/capsule.py for the --print flag; CapsuleResult "
+        "and load_config break in Phase 5 (see D12 and #123)."
+    )
     found = {(i.kind, i.text) for i in identifiers(task)}
-    for want in [("call", "build_capsule"), ("path", "src/app/capsule.py"), ("path", "capsule.py"),
-                 ("flag", "--print"), ("camel", "CapsuleResult"), ("snake", "load_config"),
-                 ("ref", "Phase 5"), ("ref", "D12"), ("ref", "#123")]:
+    for want in [
+        ("call", "build_capsule"),
+        ("path", "src/app/capsule.py"),
+        ("path", "capsule.py"),
+        ("flag", "--print"),
+        ("camel", "CapsuleResult"),
+        ("snake", "load_config"),
+        ("ref", "Phase 5"),
+        ("ref", "D12"),
+        ("ref", "#123"),
+    ]:
         assert want in found, want
 
 
 def test_a_numbered_reference_matches_only_its_number() -> None:
-    docs = _docs({
-        "docs/plan.md": "# Plan\n\n## Phase 5\n\nShip the importer.\n\n## Phase 50\n\nLater work.\n",
-        "docs/other.md": "# Other\n\nUnrelated words about shipping.\n",
-    })
+    docs = _docs(
+        {
+            "docs/plan.md": "# Plan\n\n## Phase 5\n\nShip the importer.\n\n## Phase 50\n\nLater work.\n",
+            "docs/other.md": "# Other\n\nUnrelated words about shipping.\n",
+        }
+    )
     sel = select(docs, "Finish Phase 5")
     assert _paths(sel)[0] == ("docs/plan.md", "Plan › Phase 5")
     assert all("Phase 50" not in h for _, h in _paths(sel))
 
 
 def test_testing_and_commit_conventions_are_chosen_though_the_task_never_names_them() -> None:
-    docs = _docs({
-        "CONTRIBUTING.md": ("# Contributing\n\n## Running the test suite\n\nRun `make check` before pushing.\n\n"
-                            "## Commit messages\n\nUse the imperative mood.\n\n## Release process\n\nMaintainers only.\n"),
-        "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
-        "docs/guide.md": "# Guide\n\n## Testing your deployment\n\nOpen the dashboard.\n",
-    }, rules=("CONTRIBUTING.md",))
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Running the test suite\n\nRun `make check` before pushing.\n\n"
+                "## Commit messages\n\nUse the imperative mood.\n\n## Release process\n\nMaintainers only.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+            "docs/guide.md": "# Guide\n\n## Testing your deployment\n\nOpen the dashboard.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
     sel = select(docs, "Invoices should round half up instead of truncating")
     chosen = _paths(sel)
     assert chosen[0][0] == "docs/billing.md"
@@ -58,12 +75,16 @@ def test_testing_and_commit_conventions_are_chosen_though_the_task_never_names_t
 
 
 def test_a_parent_whose_substance_is_in_its_subsections_is_taken_whole() -> None:
-    docs = _docs({
-        "docs/cache.md": ("# Cache\n\nOverview.\n\n## Eviction\n\nThe cache evicts the least recently used "
-                          "entry when full.\n\n### Eviction timing\n\nEviction runs every minute; the cache "
-                          "never blocks readers.\n\n## Unrelated\n\nColours of the logo.\n"),
-        "docs/other.md": "# Other\n\nNothing here.\n",
-    })
+    docs = _docs(
+        {
+            "docs/cache.md": (
+                "# Cache\n\nOverview.\n\n## Eviction\n\nThe cache evicts the least recently used "
+                "entry when full.\n\n### Eviction timing\n\nEviction runs every minute; the cache "
+                "never blocks readers.\n\n## Unrelated\n\nColours of the logo.\n"
+            ),
+            "docs/other.md": "# Other\n\nNothing here.\n",
+        }
+    )
     sel = select(docs, "cache eviction blocks readers")
     assert sel.picks[0].heading.startswith("Cache › Eviction")
     assert sel.picks[0].end - sel.picks[0].start >= 6  # Eviction with its subsection, one excerpt
@@ -76,7 +97,7 @@ def test_the_budget_and_the_section_limit_hold_and_cuts_fall_on_boundaries() -> 
     files["docs/huge.md"] = big
     docs = _docs(files)
     sel = select(docs, "retry backoff jitter", max_excerpt_bytes=5000, max_section_bytes=4000)
-    total = sum(len("".join(split_lines(files[p.path])[p.start - 1:p.end]).encode()) for p in sel.picks)
+    total = sum(len("".join(split_lines(files[p.path])[p.start - 1 : p.end]).encode()) for p in sel.picks)
     assert 0 < total <= 5000
     assert all(p.start == 1 for p in sel.picks)  # whole sections only
     assert any(x.path == "docs/huge.md" and "max_section_bytes" in x.reason for x in sel.left_out)
@@ -84,18 +105,26 @@ def test_the_budget_and_the_section_limit_hold_and_cuts_fall_on_boundaries() -> 
 
 
 def test_changelog_security_headings_do_not_crowd_out_the_docs() -> None:
-    log = "# Changelog\n\n" + "".join(f"## 1.{i}.0\n\n### Security\n\nFixed token refresh.\n\n" for i in range(40))
-    docs = _docs({"CHANGELOG.md": log, "docs/auth.md": "# Authentication\n\n## Token refresh\n\nTokens refresh "
-                                                        "every hour.\n"})
+    log = "# Changelog\n\n" + "".join(
+        f"## 1.{i}.0\n\n### Security\n\nFixed token refresh.\n\n" for i in range(40)
+    )
+    docs = _docs(
+        {
+            "CHANGELOG.md": log,
+            "docs/auth.md": "# Authentication\n\n## Token refresh\n\nTokens refresh every hour.\n",
+        }
+    )
     sel = select(docs, "token refresh happens too often")
     assert sel.picks[0].path == "docs/auth.md"
 
 
 def test_a_file_the_task_names_is_preferred() -> None:
-    docs = _docs({
-        "docs/api/limits.md": "# Limits\n\nRequests per minute.\n",
-        "docs/faq.md": "# FAQ\n\nRequests per minute are limited, see limits.\n",
-    })
+    docs = _docs(
+        {
+            "docs/api/limits.md": "# Limits\n\nRequests per minute.\n",
+            "docs/faq.md": "# FAQ\n\nRequests per minute are limited, see limits.\n",
+        }
+    )
     sel = select(docs, "Update docs/api/limits.md with the new numbers")
     assert sel.picks[0].path == "docs/api/limits.md"
     assert any("path" in s for s in sel.picks[0].signals)

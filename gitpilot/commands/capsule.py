@@ -14,7 +14,9 @@ from gitpilot.context.runner import read_task, run
 
 
 @click.command("capsule", help="Build (or reuse) the Context Capsule for a task.")
-@click.option("--task-file", "task_file", metavar="F", default=None, help="Read the task from F ('-': stdin).")
+@click.option(
+    "--task-file", "task_file", metavar="F", default=None, help="Read the task from F ('-': stdin)."
+)
 @click.option("--task", "task", metavar="TEXT", default=None, help="The task text.")
 @click.option("--print", "print_", is_flag=True, help="Print the capsule itself.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest and sizes as JSON.")

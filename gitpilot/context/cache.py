@@ -31,8 +31,14 @@ def fingerprint(options: Mapping[str, object], task_id: str, sources: Iterable[M
     head = {"format": FORMAT, "version": __version__, "options": options, "task": task_id}
     h.update(json.dumps(head, sort_keys=True, separators=(",", ":")).encode("utf-8"))
     for rec in sorted(sources, key=lambda r: str(r["path"])):
-        line = "\0".join([str(rec["path"]), ",".join(sorted(map(str, rec["roles"]))),  # type: ignore[call-overload]
-                          str(rec["status"]), str(rec.get("blob", ""))])
+        line = "\0".join(
+            [
+                str(rec["path"]),
+                ",".join(sorted(map(str, rec["roles"]))),  # type: ignore[call-overload]
+                str(rec["status"]),
+                str(rec.get("blob", "")),
+            ]
+        )
         h.update(line.encode("utf-8", "surrogateescape") + b"\n")
     return h.hexdigest()
 

@@ -58,9 +58,9 @@ def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True) -> Caps
             return result_from_hit(hit)
     state = warm.prepare(repo, task_text)
     if use_cache:
-        hit = warm.try_reuse(repo, state)
-        if hit is not None:
-            return hit
+        reused = warm.try_reuse(repo, state)
+        if reused is not None:
+            return reused
     return _build(repo, task_text, state, use_cache=use_cache)
 
 
@@ -70,8 +70,16 @@ def result_from_hit(hit: Any) -> CapsuleResult:
         manifest = json.loads(hit.json_path.read_bytes())
     except (OSError, ValueError):
         manifest = {}
-    return CapsuleResult(hit.body.decode("utf-8"), manifest, hit.md_path, True, int(hit.stamp["baseline_bytes"]),
-                         len(hit.body), hit.task_id, hit.json_path)
+    return CapsuleResult(
+        hit.body.decode("utf-8"),
+        manifest,
+        hit.md_path,
+        True,
+        int(hit.stamp["baseline_bytes"]),
+        len(hit.body),
+        hit.task_id,
+        hit.json_path,
+    )
 
 
 def build_from_state(repo: Repo, state: Any, *, use_cache: bool = True) -> CapsuleResult:
@@ -91,6 +99,7 @@ def _build(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> Capsul
 
 
 # --- building ---------------------------------------------------------------------------------
+
 
 @dataclass
 class _Piece:
@@ -142,11 +151,22 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
         for p, s in srcs.items()
         if p in files.maps and _candidate(s)
     ]
-    sel = select(docs, task_text, excluded=shown, max_excerpt_bytes=opts.max_excerpt_bytes,
-                 max_section_bytes=opts.max_section_bytes)
+    sel = select(
+        docs,
+        task_text,
+        excluded=shown,
+        max_excerpt_bytes=opts.max_excerpt_bytes,
+        max_section_bytes=opts.max_section_bytes,
+    )
     relevant = [
-        _Piece(p.path, p.start, p.end, p.heading, "; ".join(p.signals),
-               range_text(files.lines[p.path], p.start, p.end))
+        _Piece(
+            p.path,
+            p.start,
+            p.end,
+            p.heading,
+            "; ".join(p.signals),
+            range_text(files.lines[p.path], p.start, p.end),
+        )
         for p in sel.picks
     ]
     ignored = S.ignored_context_files(root, opts)
@@ -168,8 +188,12 @@ def _candidate(src: S.Source) -> bool:
 
 
 def _expand_imports(
-    root: Path, inv: S.Inventory, srcs: dict[str, S.Source], cred: Callable[[str], bool],
-    files: _Files, skipped: list[tuple[str, str]],
+    root: Path,
+    inv: S.Inventory,
+    srcs: dict[str, S.Source],
+    cred: Callable[[str], bool],
+    files: _Files,
+    skipped: list[tuple[str, str]],
 ) -> None:
     """Follow ``@imports`` of memory and instruction files (depth 5), adding them as sources."""
     queue = [(p, 0) for p, s in srcs.items() if s.roles & {"memory", "instruction"}]
@@ -198,7 +222,9 @@ def _expand_imports(
                 queue.append((rel, depth + 1))
     for path in sorted(srcs):
         src = srcs[path]
-        target = S.link_target(root, path) if src.status not in ("credential", "outside") else None
+        target: str | None = None
+        if src.status not in ("credential", "outside"):
+            target = S.link_target(root, path)
         if target == "":
             src.status = "outside"
             src.note = "a symlink that leaves the repository"
@@ -250,17 +276,25 @@ _STATUS_WORDS = {
 }
 
 
-def _load_maps(repo: Repo, srcs: Mapping[str, S.Source], files: _Files,
-               contains_secret: Callable[[str], bool], use_cache: bool) -> None:
+def _load_maps(
+    repo: Repo,
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    contains_secret: Callable[[str], bool],
+    use_cache: bool,
+) -> None:
     from gitpilot.context import markdown
     from gitpilot.context.cache import load_maps
 
     for path, text in files.texts.items():
         files.lines[path] = split_lines(text)
-    md = {p: (srcs[p].blob, t, files.lines[p]) for p, t in files.texts.items() if _markdownish(p) or p in srcs}
+    md = {
+        p: (srcs[p].blob, t, files.lines[p]) for p, t in files.texts.items() if _markdownish(p) or p in srcs
+    }
     clean = {p: v for p, v in md.items() if not contains_secret(v[1])}
-    maps, parsed = load_maps(repo, clean, lambda text, lines: markdown.parse(text, None, lines),
-                             use_cache=use_cache)
+    maps, parsed = load_maps(
+        repo, clean, lambda text, lines: markdown.parse(text, None, lines), use_cache=use_cache
+    )
     for path in sorted(set(md) - set(clean)):
         # A file with a credential in it: parsed fresh so the withheld flags are current.
         maps[path] = markdown.parse(md[path][1], contains_secret, md[path][2])
@@ -277,15 +311,25 @@ def _identifiers(task: str) -> list[str]:
 
 # --- instruction files and mandatory material -------------------------------------------------
 
-def _pieces(path: str, smap: SectionMap, lines: Sequence[str], start: int, end: int, label: str, why: str,
-            shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece]) -> list[_Piece]:
+
+def _pieces(
+    path: str,
+    smap: SectionMap,
+    lines: Sequence[str],
+    start: int,
+    end: int,
+    label: str,
+    why: str,
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[_Piece],
+) -> list[_Piece]:
     """Lines ``start..end`` of a file as excerpts, minus lines shown already and withheld sections."""
     blocked: set[int] = set()
     for a, b in shown.get(path, ()):
         blocked.update(range(a, b + 1))
     for sec in smap.sections:
         if sec.withheld and start <= sec.start <= end and sec.start not in blocked:
-            heading = " › ".join(smap.heading_path(sec.index)) or "(preamble)"
+            heading = " › ".join(smap.heading_path(sec.pos)) or "(preamble)"
             if not any(w.path == path and w.start == sec.start for w in withheld):
                 withheld.append(_Piece(path, sec.start, sec.body_end, heading, "holds a credential", ""))
             blocked.update(range(sec.start, sec.body_end + 1))
@@ -305,7 +349,9 @@ def _pieces(path: str, smap: SectionMap, lines: Sequence[str], start: int, end: 
     return out
 
 
-def _piece_of(path: str, smap: SectionMap, lines: Sequence[str], a: int, b: int, label: str, why: str) -> _Piece:
+def _piece_of(
+    path: str, smap: SectionMap, lines: Sequence[str], a: int, b: int, label: str, why: str
+) -> _Piece:
     while b > a and not lines[b - 1].strip():
         b -= 1
     while a < b and not lines[a - 1].strip():
@@ -318,19 +364,30 @@ def _heading_at(smap: SectionMap, line: int) -> str:
     for sec in smap.sections:
         if sec.start <= line <= max(sec.end, sec.start):
             best = sec
-    return " › ".join(smap.heading_path(best.index)) if best is not None else ""
+    return " › ".join(smap.heading_path(best.pos)) if best is not None else ""
 
 
-def _whole(path: str, files: _Files, label: str, why: str, shown: dict[str, list[tuple[int, int]]],
-           withheld: list[_Piece]) -> list[_Piece]:
+def _whole(
+    path: str,
+    files: _Files,
+    label: str,
+    why: str,
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[_Piece],
+) -> list[_Piece]:
     lines = files.lines[path]
     if not lines:
         return []
     return _pieces(path, files.maps[path], lines, 1, len(lines), label, why, shown, withheld)
 
 
-def _instructions(srcs: Mapping[str, S.Source], files: _Files, opts: S.Options,
-                  shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece]) -> tuple[list[_Piece], list[str]]:
+def _instructions(
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    opts: S.Options,
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[_Piece],
+) -> tuple[list[_Piece], list[str]]:
     """Root instruction files in full; a symlink or an import-only file is included once, as its target."""
     pieces: list[_Piece] = []
     notes: list[str] = []
@@ -360,9 +417,17 @@ def _keyword_rx(words: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])", re.IGNORECASE) if alts else None
 
 
-def _mandatory(root: Path, srcs: Mapping[str, S.Source], files: _Files, opts: S.Options, task: str,
-               named: Sequence[str], shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece],
-               skipped: list[tuple[str, str]]) -> list[_Piece]:
+def _mandatory(
+    root: Path,
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    opts: S.Options,
+    task: str,
+    named: Sequence[str],
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[_Piece],
+    skipped: list[tuple[str, str]],
+) -> list[_Piece]:
     out: list[_Piece] = []
     out += _nested(srcs, files, task, named, shown, withheld)
     out += _always_include(srcs, files, opts, shown, withheld, skipped)
@@ -375,12 +440,23 @@ def _mandatory(root: Path, srcs: Mapping[str, S.Source], files: _Files, opts: S.
             for sec in smap.sections:
                 m = rx.search(sec.title) if sec.level else None
                 if m and not _within(shown.get(path, ()), sec.start, sec.end):
-                    out += _pieces(path, smap, files.lines[path], sec.start, sec.end, "",
-                                   f"heading names “{m.group(0)}” in a rule file", shown, withheld)
+                    out += _pieces(
+                        path,
+                        smap,
+                        files.lines[path],
+                        sec.start,
+                        sec.end,
+                        "",
+                        f"heading names “{m.group(0)}” in a rule file",
+                        shown,
+                        withheld,
+                    )
         if _candidate(src) or "rule" in src.roles:
             for a, b in smap.always:
                 if not _within(shown.get(path, ()), a, b):
-                    out += _pieces(path, smap, files.lines[path], a, b, "", "pilot:always block", shown, withheld)
+                    out += _pieces(
+                        path, smap, files.lines[path], a, b, "", "pilot:always block", shown, withheld
+                    )
     return out
 
 
@@ -388,8 +464,14 @@ def _within(ranges: Iterable[tuple[int, int]], a: int, b: int) -> bool:
     return any(x <= a and b <= y for x, y in ranges)
 
 
-def _nested(srcs: Mapping[str, S.Source], files: _Files, task: str, named: Sequence[str],
-            shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece]) -> list[_Piece]:
+def _nested(
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    task: str,
+    named: Sequence[str],
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[_Piece],
+) -> list[_Piece]:
     """Nested AGENTS.md/CLAUDE.md in full when the task names a path (or the directory) they govern."""
     tracked = [p for p, s in srcs.items()]
     out: list[_Piece] = []
@@ -398,7 +480,9 @@ def _nested(srcs: Mapping[str, S.Source], files: _Files, task: str, named: Seque
             continue
         directory = path.rsplit("/", 1)[0]
         base = directory.rsplit("/", 1)[-1]
-        by_word = len(base) >= 3 and re.search(r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", task, re.IGNORECASE)
+        by_word = len(base) >= 3 and re.search(
+            r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", task, re.IGNORECASE
+        )
         if S.applies_to(named, directory, tracked) or by_word or directory.lower() in task.lower():
             why = f"nested instruction file for `{directory}/`, which the task names"
             out += _whole(path, files, "", why, shown, withheld)
@@ -409,9 +493,14 @@ def _slug(text: str) -> str:
     return re.sub(r"[^\w\- ]", "", text.lower()).strip().replace(" ", "-")
 
 
-def _always_include(srcs: Mapping[str, S.Source], files: _Files, opts: S.Options,
-                    shown: dict[str, list[tuple[int, int]]], withheld: list[_Piece],
-                    skipped: list[tuple[str, str]]) -> list[_Piece]:
+def _always_include(
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    opts: S.Options,
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[_Piece],
+    skipped: list[tuple[str, str]],
+) -> list[_Piece]:
     out: list[_Piece] = []
     for entry in opts.always_include:
         path, _, heading = entry.partition("#")
@@ -427,17 +516,31 @@ def _always_include(srcs: Mapping[str, S.Source], files: _Files, opts: S.Options
             out += _whole(path, files, "", f"always_include “{entry}”", shown, withheld)
             continue
         want = " ".join(heading.split()).lower()
-        hits = [s for s in smap.sections if s.level and (s.title.lower() == want or _slug(s.title) == _slug(heading))]
+        hits = [
+            s
+            for s in smap.sections
+            if s.level and (s.title.lower() == want or _slug(s.title) == _slug(heading))
+        ]
         if not hits:
             skipped.append((entry, "always_include heading not found"))
         for sec in hits:
             if not _within(shown.get(path, ()), sec.start, sec.end):
-                out += _pieces(path, smap, files.lines[path], sec.start, sec.end, "", f"always_include “{entry}”",
-                               shown, withheld)
+                out += _pieces(
+                    path,
+                    smap,
+                    files.lines[path],
+                    sec.start,
+                    sec.end,
+                    "",
+                    f"always_include “{entry}”",
+                    shown,
+                    withheld,
+                )
     return out
 
 
 # --- rendering --------------------------------------------------------------------------------
+
 
 def _fence(text: str) -> str:
     longest = max((len(m.group(1)) for m in re.finditer(r"^[ \t]*(`{3,})", text, re.MULTILINE)), default=0)
@@ -448,15 +551,29 @@ def _excerpt(p: _Piece) -> str:
     fence = _fence(p.text)
     label = f"`{p.path}`" + (f" § {p.heading}" if p.heading else "")
     body = p.text if p.text.endswith(("\n", "\r")) else p.text + "\n"
-    return (f"#### {label}\nlines {p.start}-{p.end} · sha256 {p.sha256} · {p.why}\n\n"
-            f"{fence}markdown\n{body}{fence}\n\n")
+    return (
+        f"#### {label}\nlines {p.start}-{p.end} · sha256 {p.sha256} · {p.why}\n\n"
+        f"{fence}markdown\n{body}{fence}\n\n"
+    )
 
 
-def _render(state: Any, repo: Repo, srcs: Mapping[str, S.Source], files: _Files, instr: Sequence[_Piece],
-            aliases: Sequence[str], mandatory: Sequence[_Piece], relevant: Sequence[_Piece], sel: Any,
-            withheld: Sequence[_Piece], skipped: Sequence[tuple[str, str]]) -> str:
-    parts = [f"# Context capsule\n\n<!-- git pilot {state.version} · task {state.task_id[:16]} -->\n\n"
-             "Everything below is quoted exactly from its source; the line ranges and sha256 let you check it.\n\n"]
+def _render(
+    state: Any,
+    repo: Repo,
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    instr: Sequence[_Piece],
+    aliases: Sequence[str],
+    mandatory: Sequence[_Piece],
+    relevant: Sequence[_Piece],
+    sel: Any,
+    withheld: Sequence[_Piece],
+    skipped: Sequence[tuple[str, str]],
+) -> str:
+    parts = [
+        f"# Context capsule\n\n<!-- git pilot {state.version} · task {state.task_id[:16]} -->\n\n"
+        "Everything below is quoted exactly from its source; the line ranges and sha256 let you check it.\n\n"
+    ]
     parts.append("## Task\n\n" + state.task_text + ("" if state.task_text.endswith("\n") else "\n") + "\n")
     parts.append("## Configuration\n\n" + _config_summary(state, repo) + "\n")
     parts.append(_memory_section(srcs, files))
@@ -484,8 +601,11 @@ def _config_summary(state: Any, repo: Repo) -> str:
     else:
         lines.append("- checks: none configured")
     for title, table in _tables_named(cfg.raw, ("plan", "review")):
-        flat = ", ".join(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(table.items())
-                         if not isinstance(v, dict))
+        flat = ", ".join(
+            f"{k} = {json.dumps(v, ensure_ascii=False)}"
+            for k, v in sorted(table.items())
+            if not isinstance(v, dict)
+        )
         lines.append(f"- {title}: {flat or '(set)'}")
     gates = cfg.raw.get("safety", {}).get("human_gates") if isinstance(cfg.raw.get("safety"), dict) else None
     notes = cfg.raw.get("safety", {}).get("notes") if isinstance(cfg.raw.get("safety"), dict) else None
@@ -496,7 +616,9 @@ def _config_summary(state: Any, repo: Repo) -> str:
         text = str(notes) if str(notes).endswith("\n") else f"{notes}\n"
         fence = _fence(text)
         lines.append(f"- safety notes ([safety] notes, verbatim):\n\n{fence}text\n{text}{fence}\n")
-    src = {"toml": ".gitpilot.toml", "v0.4": ".autopilot/config.json"}.get(cfg.source, "defaults (no config file)")
+    src = {"toml": ".gitpilot.toml", "v0.4": ".autopilot/config.json"}.get(
+        cfg.source, "defaults (no config file)"
+    )
     lines.append(f"- from: {src}")
     return "\n".join(lines) + "\n"
 
@@ -511,7 +633,9 @@ def _default_branch(repo: Repo) -> str | None:
     return None
 
 
-def _tables_named(doc: Mapping[str, Any], words: Sequence[str], prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+def _tables_named(
+    doc: Mapping[str, Any], words: Sequence[str], prefix: str = ""
+) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
     for key in sorted(doc):
         val = doc[key]
@@ -526,7 +650,10 @@ def _tables_named(doc: Mapping[str, Any], words: Sequence[str], prefix: str = ""
 
 def _memory_section(srcs: Mapping[str, S.Source], files: _Files) -> str:
     mem = [(p, s) for p, s in srcs.items() if "memory" in s.roles]
-    head = ("## Agent memory\n\nClaude Code loads these itself; read one only if it is missing from your context.\n\n")
+    head = (
+        "## Agent memory\n\n"
+        "Claude Code loads these itself; read one only if it is missing from your context.\n\n"
+    )
     if not mem:
         return head + "None.\n\n"
     rows = []
@@ -542,16 +669,21 @@ def _memory_section(srcs: Mapping[str, S.Source], files: _Files) -> str:
     return head + ("\n".join(rows) if rows else "None.") + "\n\n"
 
 
-def _left_out_section(sel: Any, withheld: Sequence[_Piece], skipped: Sequence[tuple[str, str]], state: Any) -> str:
+def _left_out_section(
+    sel: Any, withheld: Sequence[_Piece], skipped: Sequence[tuple[str, str]], state: Any
+) -> str:
     parts = ["## Left out\n\n"]
     shown = sel.left_out[:LEFT_OUT_SHOWN]
     if shown:
         parts.append("The closest sections not included (open one if you need it):\n\n")
-        parts += [f"- `{x.path}` § {x.heading} · lines {x.start}-{x.end} · sha256 {x.sha256[:16]}\n" for x in shown]
+        parts += [
+            f"- `{x.path}` § {x.heading} · lines {x.start}-{x.end} · sha256 {x.sha256[:16]}\n" for x in shown
+        ]
         more = sel.left_out_total - len(shown)
         if more > 0:
-            parts.append(f"- … and {more} more matching sections, listed in "
-                         f"`{state.json_name}` (`left_out`)\n")
+            parts.append(
+                f"- … and {more} more matching sections, listed in `{state.json_name}` (`left_out`)\n"
+            )
         parts.append("\n")
     else:
         parts.append("No other section matched the task.\n\n")
@@ -568,32 +700,63 @@ def _left_out_section(sel: Any, withheld: Sequence[_Piece], skipped: Sequence[tu
 
 # --- manifest and files -----------------------------------------------------------------------
 
+
 def _piece_rec(p: _Piece) -> dict[str, Any]:
-    return {"path": p.path, "heading": p.heading, "start": p.start, "end": p.end, "sha256": p.sha256, "why": p.why}
+    return {
+        "path": p.path,
+        "heading": p.heading,
+        "start": p.start,
+        "end": p.end,
+        "sha256": p.sha256,
+        "why": p.why,
+    }
 
 
-def _manifest(state: Any, srcs: Mapping[str, S.Source], files: _Files, instr: Sequence[_Piece],
-              mandatory: Sequence[_Piece], relevant: Sequence[_Piece], sel: Any, withheld: Sequence[_Piece],
-              skipped: Sequence[tuple[str, str]], text: str) -> dict[str, Any]:
+def _manifest(
+    state: Any,
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    instr: Sequence[_Piece],
+    mandatory: Sequence[_Piece],
+    relevant: Sequence[_Piece],
+    sel: Any,
+    withheld: Sequence[_Piece],
+    skipped: Sequence[tuple[str, str]],
+    text: str,
+) -> dict[str, Any]:
     used = {p.path for p in (*instr, *mandatory, *relevant)}
     records = []
     for path, src in srcs.items():
         rec = src.record()
         smap = files.maps.get(path)
-        if smap is not None and (path in used or src.roles & {"instruction", "memory", "rule", "always", "nested"}):
+        if smap is not None and (
+            path in used or src.roles & {"instruction", "memory", "rule", "always", "nested"}
+        ):
             rec["sections"] = [
-                {"heading": " › ".join(smap.heading_path(s.index)) or "(preamble)", "level": s.level,
-                 "start": s.start, "end": s.end, "sha256": s.sha256}
-                for s in smap.sections if not s.withheld
+                {
+                    "heading": " › ".join(smap.heading_path(s.pos)) or "(preamble)",
+                    "level": s.level,
+                    "start": s.start,
+                    "end": s.end,
+                    "sha256": s.sha256,
+                }
+                for s in smap.sections
+                if not s.withheld
             ]
         records.append(rec)
     from gitpilot.context.warm import extra_records
 
     extras = sorted(p for p in srcs if p not in state.sources_at_plan)
-    fp = fingerprint(state.options.as_dict(), state.task_id,
-                     state.fp_records + extra_records(state, extras, {p: srcs[p].roles for p in extras}))
-    baseline = state.task_bytes + state.config_bytes + sum(
-        len(files.texts[p].encode("utf-8")) for p in sorted(files.texts) if p in srcs)
+    fp = fingerprint(
+        state.options.as_dict(),
+        state.task_id,
+        state.fp_records + extra_records(state, extras, {p: srcs[p].roles for p in extras}),
+    )
+    baseline = (
+        state.task_bytes
+        + state.config_bytes
+        + sum(len(files.texts[p].encode("utf-8")) for p in sorted(files.texts) if p in srcs)
+    )
     body = text.encode("utf-8")
     return {
         "format": MANIFEST_FORMAT,
@@ -610,10 +773,21 @@ def _manifest(state: Any, srcs: Mapping[str, S.Source], files: _Files, instr: Se
         "instructions": [_piece_rec(p) for p in instr],
         "mandatory": [_piece_rec(p) for p in mandatory],
         "relevant": [_piece_rec(p) for p in relevant],
-        "left_out": [{"path": x.path, "heading": x.heading, "start": x.start, "end": x.end, "sha256": x.sha256,
-                      "reason": x.reason} for x in sel.left_out],
+        "left_out": [
+            {
+                "path": x.path,
+                "heading": x.heading,
+                "start": x.start,
+                "end": x.end,
+                "sha256": x.sha256,
+                "reason": x.reason,
+            }
+            for x in sel.left_out
+        ],
         "left_out_total": sel.left_out_total,
-        "withheld": [{"path": w.path, "heading": w.heading, "start": w.start, "end": w.end} for w in withheld],
+        "withheld": [
+            {"path": w.path, "heading": w.heading, "start": w.start, "end": w.end} for w in withheld
+        ],
         "skipped": [{"path": p, "why": why} for p, why in sorted(set(skipped))],
         "parsed_files": files.parsed,
         "query": {"terms": sel.query_terms, "identifiers": sel.identifiers},
@@ -634,13 +808,17 @@ def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> Capsu
     md_path, json_path = out_dir / state.md_name, out_dir / state.json_name
     _atomic_write(md_path, body)
     _atomic_write(json_path, mbytes)
-    TaskStore(repo).write(state.task_id, {"capsule.md": body, "manifest.json": mbytes, "task.md":
-                                          state.task_text.encode("utf-8")}, "pilot: capsule")
+    TaskStore(repo).write(
+        state.task_id,
+        {"capsule.md": body, "manifest.json": mbytes, "task.md": state.task_text.encode("utf-8")},
+        "pilot: capsule",
+    )
     from gitpilot.context.warm import save_stamp
 
     save_stamp(repo, state, manifest)
-    return CapsuleResult(text, manifest, md_path, False, manifest["baseline_bytes"], len(body), state.task_id,
-                         json_path)
+    return CapsuleResult(
+        text, manifest, md_path, False, manifest["baseline_bytes"], len(body), state.task_id, json_path
+    )
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

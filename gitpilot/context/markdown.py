@@ -34,7 +34,7 @@ class Section(NamedTuple):
     A NamedTuple, not a dataclass: thousands are built from notes on every cold capsule.
     """
 
-    index: int
+    pos: int  # position in the file's section list
     level: int  # 1-6 for headings, 0 for the preamble
     title: str
     parent: int | None
@@ -74,7 +74,16 @@ class SectionMap:
             "v": MAP_VERSION,
             "lines": self.line_count,
             "sections": [
-                [s.level, s.title, s.parent, s.start, s.end, s.body_end, "" if s.withheld else s.sha256, int(s.withheld)]
+                [
+                    s.level,
+                    s.title,
+                    s.parent,
+                    s.start,
+                    s.end,
+                    s.body_end,
+                    "" if s.withheld else s.sha256,
+                    int(s.withheld),
+                ]
                 for s in self.sections
             ],
             "always": [list(r) for r in self.always],
@@ -89,7 +98,9 @@ class SectionMap:
             if body.get("v") != MAP_VERSION:
                 return None
             secs = tuple(
-                Section(i, int(lv), str(t), None if p is None else int(p), int(a), int(b), int(c), str(h), bool(w))
+                Section(
+                    i, int(lv), str(t), None if p is None else int(p), int(a), int(b), int(c), str(h), bool(w)
+                )
                 for i, (lv, t, p, a, b, c, h, w) in enumerate(body["sections"])
             )
             always = tuple((int(a), int(b)) for a, b in body["always"])
@@ -124,7 +135,9 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def parse(text: str, is_secret: Callable[[str], bool] | None = None, lines: list[str] | None = None) -> SectionMap:
+def parse(
+    text: str, is_secret: Callable[[str], bool] | None = None, lines: list[str] | None = None
+) -> SectionMap:
     """The section map of ``text``; ``is_secret`` marks sections whose own part must be withheld."""
     lines = split_lines(text) if lines is None else lines
     first = _front_matter_end(lines)
@@ -214,8 +227,17 @@ def _sections(
         next_line = headings[k + 1][0] if k + 1 < len(headings) else n
         body_end = _last_text_line(lines, start, min(next_line, end))
         out.append(
-            _make(lines, base + k, level, title, stack[-1] if stack else None, start,
-                  _last_text_line(lines, start, end), body_end, is_secret)
+            _make(
+                lines,
+                base + k,
+                level,
+                title,
+                stack[-1] if stack else None,
+                start,
+                _last_text_line(lines, start, end),
+                body_end,
+                is_secret,
+            )
         )
         stack.append(base + k)
     return _unhash_withheld_ancestors(out)
@@ -233,8 +255,15 @@ def _unhash_withheld_ancestors(out: list[Section]) -> tuple[Section, ...]:
 
 
 def _make(
-    lines: Sequence[str], index: int, level: int, title: str, parent: int | None,
-    start: int, end: int, body_end: int, is_secret: Callable[[str], bool] | None,
+    lines: Sequence[str],
+    index: int,
+    level: int,
+    title: str,
+    parent: int | None,
+    start: int,
+    end: int,
+    body_end: int,
+    is_secret: Callable[[str], bool] | None,
 ) -> Section:
     withheld = bool(is_secret and is_secret(range_text(lines, start, body_end)))
     sha = "" if withheld else sha256_text(range_text(lines, start, end))
@@ -245,15 +274,17 @@ def _children(secs: Sequence[Section]) -> tuple[tuple[int, ...], ...]:
     kids: list[list[int]] = [[] for _ in secs]
     for s in secs:
         if s.parent is not None:
-            kids[s.parent].append(s.index)
+            kids[s.parent].append(s.pos)
     return tuple(tuple(k) for k in kids)
 
 
-def _always_blocks(lines: Sequence[str], code: Sequence[tuple[int, int]], first: int) -> tuple[tuple[int, int], ...]:
+def _always_blocks(
+    lines: Sequence[str], code: Sequence[tuple[int, int]], first: int
+) -> tuple[tuple[int, int], ...]:
     """Line ranges from a ``pilot:always`` marker to its closing marker (or the end of file)."""
     if not any("pilot:always" in ln for ln in lines):
         return ()
-    in_code = set()
+    in_code: set[int] = set()
     for a, b in code:
         in_code.update(range(a, b))
     blocks: list[tuple[int, int]] = []

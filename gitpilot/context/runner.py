@@ -65,7 +65,14 @@ def run(cwd: Path, task_text: str, *, print_: bool, as_json: bool) -> int:
     if as_json:
         out(json.dumps({**sizes, "manifest": result.manifest}, sort_keys=True, ensure_ascii=False))
         return 0
-    out(_line("reused" if result.reused else "built", result.capsule_bytes, result.baseline_bytes, str(result.path)))
+    out(
+        _line(
+            "reused" if result.reused else "built",
+            result.capsule_bytes,
+            result.baseline_bytes,
+            str(result.path),
+        )
+    )
     return 0
 
 
@@ -89,7 +96,8 @@ def _full(cwd: Path, task_text: str, hit: Any) -> Any:
 
 
 def _line(state: str, capsule: int, baseline: int, path: str) -> str:
-    return f"capsule {state}: {capsule} bytes, baseline {baseline} bytes ({_percent(baseline, capsule)}) → {path}"
+    change = _percent(baseline, capsule)
+    return f"capsule {state}: {capsule} bytes, baseline {baseline} bytes ({change}) → {path}"
 
 
 def _percent(baseline: int, capsule: int) -> str:

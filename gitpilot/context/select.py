@@ -28,7 +28,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gitpilot.context.markdown import SectionMap, range_text, sha256_text
-from gitpilot.context.text import Identifier, hits_for, identifiers, named_paths, term_counts, tokens, word_counts
+from gitpilot.context.text import (
+    Identifier,
+    hits_for,
+    identifiers,
+    named_paths,
+    term_counts,
+    tokens,
+    word_counts,
+)
 
 K1 = 1.2
 B = 0.75
@@ -75,21 +83,52 @@ _SYNONYM_GROUPS = (
 )
 
 _CLASSES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
-    ("testing", 0.85, re.compile(r"\b(tests?|testing|test suite|unit tests?|specs?|pytest|check(s)? before|verif(y|ication))\b", re.I)),
-    ("commits", 0.75, re.compile(
-        r"\b(commits?|commit messages?|pull requests?|PRs?|merge requests?|submitting|submissions?|code review|"
-        r"changelog entr(y|ies)|changesets?|sign-?offs?|DCO|branch(es|ing)?|git workflow|workflow)\b", re.I)),
-    ("development", 0.6, re.compile(
-        r"\b(build(ing)?|setup|set(ting)? up|development|developing|dev environment|local dev\w*|"
-        r"prerequisites|tooling|bootstrap\w*|running locally|quick ?start|hacking)\b", re.I)),
-    ("style", 0.6, re.compile(
-        r"\b(code style|coding (style|standards|conventions|guidelines)|style guide|conventions|lint(ing|ers?)?|"
-        r"format(ting|ters?)?|guidelines)\b", re.I)),
+    (
+        "testing",
+        0.85,
+        re.compile(
+            r"\b(tests?|testing|test suite|unit tests?|specs?|pytest|check(s)? before|verif(y|ication))\b",
+            re.I,
+        ),
+    ),
+    (
+        "commits",
+        0.75,
+        re.compile(
+            r"\b(commits?|commit messages?|pull requests?|PRs?|merge requests?|submitting|submissions?|"
+            r"code review|"
+            r"changelog entr(y|ies)|changesets?|sign-?offs?|DCO|branch(es|ing)?|git workflow|workflow)\b",
+            re.I,
+        ),
+    ),
+    (
+        "development",
+        0.6,
+        re.compile(
+            r"\b(build(ing)?|setup|set(ting)? up|development|developing|dev environment|local dev\w*|"
+            r"prerequisites|tooling|bootstrap\w*|running locally|quick ?start|hacking)\b",
+            re.I,
+        ),
+    ),
+    (
+        "style",
+        0.6,
+        re.compile(
+            r"\b(code style|coding (style|standards|conventions|guidelines)|style guide|conventions|"
+            r"lint(ing|ers?)?|"
+            r"format(ting|ters?)?|guidelines)\b",
+            re.I,
+        ),
+    ),
 )
 _DEV_FILE = re.compile(
     r"(^|/)(contributing|development|developing|developers?|hacking|building|dev[-_]?guide|dev[-_]?docs|"
-    r"maintainers?|internals|testing|conventions|style[-_]?guide|workflow|agents|claude)([-_./]|$)", re.I)
-_CHANGELOG = re.compile(r"(^|/)(change[-_]?log|changes|history|news|release[-_]?notes?|releases)([-_./]|$)", re.I)
+    r"maintainers?|internals|testing|conventions|style[-_]?guide|workflow|agents|claude)([-_./]|$)",
+    re.I,
+)
+_CHANGELOG = re.compile(
+    r"(^|/)(change[-_]?log|changes|history|news|release[-_]?notes?|releases)([-_./]|$)", re.I
+)
 _CHANGELOG_TASK = {"changelog", "releas", "release", "version", "news", "history"}
 _GENERIC_DIRS = frozenset(
     "src lib libs source sources app apps pkg pkgs packages internal cmd docs doc test tests spec "
@@ -156,6 +195,7 @@ class _Node:
 
 # --- scoring ----------------------------------------------------------------------------------
 
+
 def _synonyms() -> dict[str, list[str]]:
     table: dict[str, list[str]] = {}
     for group in _SYNONYM_GROUPS:
@@ -183,8 +223,9 @@ def _path_words(path: str) -> list[str]:
     return tokens(" ".join(parts))
 
 
-def _build_nodes(docs: Sequence[Doc], excluded: Mapping[str, Sequence[tuple[int, int]]],
-                 terms: set[str]) -> list[_Node]:
+def _build_nodes(
+    docs: Sequence[Doc], excluded: Mapping[str, Sequence[tuple[int, int]]], terms: set[str]
+) -> list[_Node]:
     """One node per candidate section, counting only the query's terms (and every word for length)."""
     nodes: list[_Node] = []
     counted: list[tuple[Counter[str], list[str]]] = []
@@ -198,14 +239,14 @@ def _build_nodes(docs: Sequence[Doc], excluded: Mapping[str, Sequence[tuple[int,
                 continue
             wc, length = word_counts(range_text(doc.lines, sec.start + (1 if sec.level else 0), sec.body_end))
             vocab.update(wc)
-            extra = [t for t in title_tokens[sec.index] for _ in range(HEADING_WEIGHT)]
+            extra = [t for t in title_tokens[sec.pos] for _ in range(HEADING_WEIGHT)]
             anc = sec.parent
             while anc is not None:
                 extra.extend(title_tokens[anc])
                 anc = doc.smap.sections[anc].parent
             extra.extend(path_tokens)
             counted.append((wc, extra))
-            nodes.append(_Node(d, sec.index, Counter(), max(1, length + len(extra))))
+            nodes.append(_Node(d, sec.pos, Counter(), max(1, length + len(extra))))
     hits = hits_for(vocab, terms)
     for node, (wc, extra) in zip(nodes, counted, strict=True):
         node.own_tf.update(term_counts(wc, hits, terms))
@@ -255,11 +296,13 @@ def _own_owner(smap: SectionMap) -> list[int]:
     owner = [-1] * smap.line_count
     for s in smap.sections:
         for i in range(s.start - 1, min(s.body_end, smap.line_count)):
-            owner[i] = s.index
+            owner[i] = s.pos
     return owner
 
 
-def _bm25(tf: Mapping[str, int], length: int, avg: float, weights: Mapping[str, float], idf: Mapping[str, float]) -> float:
+def _bm25(
+    tf: Mapping[str, int], length: int, avg: float, weights: Mapping[str, float], idf: Mapping[str, float]
+) -> float:
     norm = K1 * (1 - B + B * length / avg)
     total = 0.0
     for term, w in weights.items():
@@ -285,7 +328,9 @@ def _aggregate_subtrees(docs: Sequence[Doc], nodes: list[_Node], terms: Iterable
             p.sub_len += n.sub_len
 
 
-def score(docs: Sequence[Doc], task: str, excluded: Mapping[str, Sequence[tuple[int, int]]]) -> tuple[list[_Node], _Query]:
+def score(
+    docs: Sequence[Doc], task: str, excluded: Mapping[str, Sequence[tuple[int, int]]]
+) -> tuple[list[_Node], _Query]:
     """Every candidate section with its score and signals."""
     weights = query_weights(task)
     nodes = _build_nodes(docs, excluded, set(weights))
@@ -327,7 +372,13 @@ class _Query:
         return _term_signals(n, self.weights, self.idf, self.ids, self.id_terms) + n.signals
 
 
-def _term_signals(n: _Node, weights: Mapping[str, float], idf: Mapping[str, float], ids: Sequence[Identifier], id_terms: Sequence[str]) -> list[str]:
+def _term_signals(
+    n: _Node,
+    weights: Mapping[str, float],
+    idf: Mapping[str, float],
+    ids: Sequence[Identifier],
+    id_terms: Sequence[str],
+) -> list[str]:
     names = [f"`{i.text}`" for i, t in zip(ids, id_terms, strict=True) if n.sub_tf.get(t)]
     words = sorted(
         (t for t in weights if not t.startswith("\0") and n.sub_tf.get(t)),
@@ -341,7 +392,13 @@ def _term_signals(n: _Node, weights: Mapping[str, float], idf: Mapping[str, floa
     return out
 
 
-def _apply_paths_and_priors(docs: Sequence[Doc], nodes: list[_Node], task: str, ids: Sequence[Identifier], weights: Mapping[str, float]) -> None:
+def _apply_paths_and_priors(
+    docs: Sequence[Doc],
+    nodes: list[_Node],
+    task: str,
+    ids: Sequence[Identifier],
+    weights: Mapping[str, float],
+) -> None:
     ref = max((n.base for n in nodes), default=0.0) or 1.0
     paths = named_paths(list(ids))
     changelog_task = any(t in weights and weights[t] >= 1.0 for t in _CHANGELOG_TASK)
@@ -381,7 +438,12 @@ def _path_match(path: str, named: Sequence[str]) -> tuple[str, float]:
         parent = low.rsplit("/", 1)[0] if "/" in low else ""
         stem = low.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         n_parts = [p for p in re.split(r"[/.]", n) if p and p not in _GENERIC_DIRS]
-        if parent and (parent == n or parent.endswith("/" + n) or n.startswith(parent + "/") and parent not in _GENERIC_DIRS):
+        if parent and (
+            parent == n
+            or parent.endswith("/" + n)
+            or n.startswith(parent + "/")
+            and parent not in _GENERIC_DIRS
+        ):
             best = max(best, ("directory", 0.35), key=lambda x: x[1])
         elif stem and stem not in _GENERIC_DIRS and stem in n_parts and stem not in ("readme", "index"):
             best = max(best, ("module", 0.3), key=lambda x: x[1])
@@ -389,7 +451,7 @@ def _path_match(path: str, named: Sequence[str]) -> tuple[str, float]:
 
 
 def _file_kind(doc: Doc) -> str:
-    """"dev" for rule files and developer-facing documents, "readme" for READMEs, else ""."""
+    """ "dev" for rule files and developer-facing documents, "readme" for READMEs, else ""."""
     if doc.rule or _DEV_FILE.search(doc.path):
         return "dev"
     return "readme" if doc.path.lower().rsplit("/", 1)[-1].startswith("readme") else ""
@@ -403,13 +465,16 @@ def _prior(kind: str, title: str) -> tuple[str, float]:
         if rx.search(title):
             if dev:
                 return name, weight
-            if name in ("testing", "commits") or re.search(r"\b(development|contribut\w*|from source)\b", title, re.I):
+            if name in ("testing", "commits") or re.search(
+                r"\b(development|contribut\w*|from source)\b", title, re.I
+            ):
                 return name, weight * 0.75
             return "", 0.0
     return "", 0.0
 
 
 # --- choosing ---------------------------------------------------------------------------------
+
 
 def select(
     docs: Sequence[Doc],
@@ -449,11 +514,15 @@ def select(
             if mode == "":
                 too_big.add(key)
             continue
-        refund = sum(sizes.of(docs, k, m) for k, m in chosen.items() if mode == "tree" and _inside(docs, k, key))
+        refund = sum(
+            sizes.of(docs, k, m) for k, m in chosen.items() if mode == "tree" and _inside(docs, k, key)
+        )
         if used + size - refund > max_excerpt_bytes:
             no_room.add(key)
             continue
-        if only_prior and (prior_used + size > PRIOR_SHARE * max_excerpt_bytes or prior_count[n.prior] >= PRIOR_PER_CLASS):
+        if only_prior and (
+            prior_used + size > PRIOR_SHARE * max_excerpt_bytes or prior_count[n.prior] >= PRIOR_PER_CLASS
+        ):
             continue
         if mode == "tree":
             for k in [k for k in chosen if _inside(docs, k, key)]:
@@ -489,14 +558,21 @@ class _Sizes:
         return self.span(docs, key[0], sec.start, sec.end if mode == "tree" else sec.body_end)
 
 
-def _mode(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], n: _Node, cut: float, sizes: _Sizes, max_section: int) -> tuple[str, int]:
+def _mode(
+    docs: Sequence[Doc],
+    by_key: Mapping[tuple[int, int], _Node],
+    n: _Node,
+    cut: float,
+    sizes: _Sizes,
+    max_section: int,
+) -> tuple[str, int]:
     """Take the whole subtree or only the section's own part, and its size ("" when neither fits)."""
     doc = docs[n.doc]
     sec = doc.smap.sections[n.sec]
     kids = doc.smap.kids(n.sec)
     tree = sizes.span(docs, n.doc, sec.start, sec.end)
-    if _has_withheld(doc.smap, sec.index):
-        kids = kids or (sec.index,)
+    if _has_withheld(doc.smap, sec.pos):
+        kids = kids or (sec.pos,)
     if not kids:
         return ("tree", tree) if tree <= max_section else ("", tree)
     kid_nodes = [by_key.get((n.doc, k)) for k in kids]
@@ -506,7 +582,7 @@ def _mode(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], n: _Node
     own_relevant = n.own_score >= cut or bool(n.prior)
     own = sizes.span(docs, n.doc, sec.start, sec.body_end)
     whole = all_relevant or spread or (own_relevant and tree <= 2 * own)
-    if tree <= max_section and whole and not _has_withheld(doc.smap, sec.index):
+    if tree <= max_section and whole and not _has_withheld(doc.smap, sec.pos):
         return "tree", tree
     if not own_relevant:
         return "skip", 0  # one subsection carries the score: it is chosen on its own
@@ -536,7 +612,9 @@ def _ancestor_tree(docs: Sequence[Doc], chosen: Mapping[tuple[int, int], str], k
     return key in chosen
 
 
-def _promote_parents(docs: Sequence[Doc], chosen: dict[tuple[int, int], str], sizes: _Sizes, max_section: int) -> None:
+def _promote_parents(
+    docs: Sequence[Doc], chosen: dict[tuple[int, int], str], sizes: _Sizes, max_section: int
+) -> None:
     """A parent whose own part and every subsection were chosen is taken whole."""
     changed = True
     while changed:
@@ -546,7 +624,11 @@ def _promote_parents(docs: Sequence[Doc], chosen: dict[tuple[int, int], str], si
                 continue
             smap = docs[key[0]].smap
             kids = smap.kids(key[1])
-            if kids and all(chosen.get((key[0], k)) == "tree" for k in kids) and not _has_withheld(smap, key[1]):
+            if (
+                kids
+                and all(chosen.get((key[0], k)) == "tree" for k in kids)
+                and not _has_withheld(smap, key[1])
+            ):
                 for k in kids:
                     del chosen[(key[0], k)]
                 chosen[key] = "tree"
@@ -554,8 +636,13 @@ def _promote_parents(docs: Sequence[Doc], chosen: dict[tuple[int, int], str], si
                 break
 
 
-def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: Mapping[tuple[int, int], str],
-          excluded: Mapping[str, Sequence[tuple[int, int]]], query: _Query) -> list[Pick]:
+def _runs(
+    docs: Sequence[Doc],
+    by_key: Mapping[tuple[int, int], _Node],
+    chosen: Mapping[tuple[int, int], str],
+    excluded: Mapping[str, Sequence[tuple[int, int]]],
+    query: _Query,
+) -> list[Pick]:
     """Chosen ranges per file, minus lines shown elsewhere and withheld parts, as contiguous excerpts."""
     per_doc: dict[int, list[tuple[int, int, tuple[int, int]]]] = {}
     for key, mode in chosen.items():
@@ -564,7 +651,7 @@ def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: 
     picks: list[Pick] = []
     for d, ranges in sorted(per_doc.items()):
         doc = docs[d]
-        blocked = set()
+        blocked: set[int] = set()
         for a, b in excluded.get(doc.path, ()):
             blocked.update(range(a, b + 1))
         for s in doc.smap.sections:
@@ -576,10 +663,12 @@ def _runs(docs: Sequence[Doc], by_key: Mapping[tuple[int, int], _Node], chosen: 
                 if ln not in blocked:
                     lines_in.setdefault(ln, key)
         for start, end in _contiguous(sorted(lines_in), doc.lines):
-            keys = sorted({lines_in[ln] for ln in range(start, end + 1) if ln in lines_in}, key=lambda k: k[1])
+            keys = sorted(
+                {lines_in[ln] for ln in range(start, end + 1) if ln in lines_in}, key=lambda k: k[1]
+            )
             nodes = [by_key[k] for k in keys if k in by_key]
             first = doc.smap.sections[keys[0][1]]
-            label = " › ".join(doc.smap.heading_path(first.index)) or "(preamble)"
+            label = " › ".join(doc.smap.heading_path(first.pos)) or "(preamble)"
             if len(keys) > 1:
                 label += " + " + " + ".join(doc.smap.sections[k[1]].title or "(preamble)" for k in keys[1:])
             signals = sorted({s for n in nodes for s in query.signals(n)})
@@ -607,23 +696,36 @@ def _trim(lines: Sequence[str], a: int, b: int) -> int:
     return b
 
 
-def _left_out(docs: Sequence[Doc], nodes: Sequence[_Node], chosen: Mapping[tuple[int, int], str], too_big: set[tuple[int, int]],
-              no_room: set[tuple[int, int]]) -> tuple[list[LeftOut], int]:
+def _left_out(
+    docs: Sequence[Doc],
+    nodes: Sequence[_Node],
+    chosen: Mapping[tuple[int, int], str],
+    too_big: set[tuple[int, int]],
+    no_room: set[tuple[int, int]],
+) -> tuple[list[LeftOut], int]:
     shown: dict[int, list[tuple[int, int]]] = {}
     for (d, s), mode in chosen.items():
         sec = docs[d].smap.sections[s]
         shown.setdefault(d, []).append((sec.start, sec.end if mode == "tree" else sec.body_end))
     out = []
-    ranked = heapq.nlargest(MANIFEST_LEFT_OUT + 200, (n for n in nodes if n.base > 0 or n.prior),
-                            key=lambda n: (n.score, -n.doc, -n.sec))
+    ranked = heapq.nlargest(
+        MANIFEST_LEFT_OUT + 200,
+        (n for n in nodes if n.base > 0 or n.prior),
+        key=lambda n: (n.score, -n.doc, -n.sec),
+    )
     total = sum(1 for n in nodes if n.base > 0 or n.prior)
     for n in ranked:
         sec = docs[n.doc].smap.sections[n.sec]
         if _covered(shown.get(n.doc, []), sec.start, sec.body_end):
             continue
         key = (n.doc, n.sec)
-        reason = ("larger than max_section_bytes" if key in too_big else
-                  "no room left in max_excerpt_bytes" if key in no_room else "lower score")
+        reason = (
+            "larger than max_section_bytes"
+            if key in too_big
+            else "no room left in max_excerpt_bytes"
+            if key in no_room
+            else "lower score"
+        )
         heading = " › ".join(docs[n.doc].smap.heading_path(n.sec)) or "(preamble)"
         end = sec.end if sec.sha256 else sec.body_end  # a subtree with a withheld part: the own part
         sha = sec.sha256 or sha256_text(range_text(docs[n.doc].lines, sec.start, end))

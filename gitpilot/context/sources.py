@@ -97,18 +97,31 @@ class Options:
     rule_files: tuple[str, ...] = ()
     always_include: tuple[str, ...] = ()
     always_include_headings: tuple[str, ...] = (
-        "safety", "security", "secrets", "credentials", "policy", "guardrails", "constraints",
-        "never", "do not", "must not", "forbidden", "human gates",
+        "safety",
+        "security",
+        "secrets",
+        "credentials",
+        "policy",
+        "guardrails",
+        "constraints",
+        "never",
+        "do not",
+        "must not",
+        "forbidden",
+        "human gates",
     )
     max_excerpt_bytes: int = 12000
     max_section_bytes: int = 4000
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "files": list(self.files), "instruction_files": list(self.instruction_files),
-            "rule_files": list(self.rule_files), "always_include": list(self.always_include),
+            "files": list(self.files),
+            "instruction_files": list(self.instruction_files),
+            "rule_files": list(self.rule_files),
+            "always_include": list(self.always_include),
             "always_include_headings": list(self.always_include_headings),
-            "max_excerpt_bytes": self.max_excerpt_bytes, "max_section_bytes": self.max_section_bytes,
+            "max_excerpt_bytes": self.max_excerpt_bytes,
+            "max_section_bytes": self.max_section_bytes,
         }
 
 
@@ -124,8 +137,12 @@ class Source:
     note: str = ""
 
     def record(self) -> dict[str, object]:
-        rec: dict[str, object] = {"path": self.path, "roles": sorted(self.roles), "status": self.status,
-                                  "blob": self.blob}
+        rec: dict[str, object] = {
+            "path": self.path,
+            "roles": sorted(self.roles),
+            "status": self.status,
+            "blob": self.blob,
+        }
         if self.alias_of:
             rec["alias_of"] = self.alias_of
         if self.note:
@@ -170,6 +187,7 @@ def inventory(root: Path) -> Inventory:
 
 # --- path rules -------------------------------------------------------------------------------
 
+
 @lru_cache(maxsize=256)
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """A gitignore-like glob: no slash matches the base name anywhere; ``**`` spans directories."""
@@ -191,13 +209,17 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         out.append({"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c)))
         i += 1
     body = "".join(out)
-    return re.compile(("^" if anchored else "^(?:.*/)?") + body + "(?:/.*)?$" if pat.endswith("/") else
-                      ("^" if anchored else "^(?:.*/)?") + body + "$", re.IGNORECASE)
+    return re.compile(
+        ("^" if anchored else "^(?:.*/)?") + body + "(?:/.*)?$"
+        if pat.endswith("/")
+        else ("^" if anchored else "^(?:.*/)?") + body + "$",
+        re.IGNORECASE,
+    )
 
 
 def matches(path: str, patterns: Iterable[str]) -> bool:
     for p in patterns:
-        if p.startswith("*.") and "/" not in p and not any(c in p[2:] for c in "*?[") :
+        if p.startswith("*.") and "/" not in p and not any(c in p[2:] for c in "*?["):
             if path.lower().endswith(p[1:].lower()):
                 return True
         elif glob_regex(p).match(path):
@@ -251,7 +273,7 @@ def inside(root: Path, path: str) -> bool:
 
 
 def normalize(base_dir: str, target: str) -> str | None:
-    """A repository-relative path for ``target`` seen from ``base_dir``; None when it leaves the repository."""
+    """A repository-relative path for ``target`` seen from ``base_dir``; None when it leaves the repo."""
     if target.startswith(("/", "~")):
         return None
     joined = os.path.normpath(os.path.join(base_dir, target)) if base_dir else os.path.normpath(target)
@@ -261,6 +283,7 @@ def normalize(base_dir: str, target: str) -> str | None:
 
 
 # --- planning (cheap: no file contents) --------------------------------------------------------
+
 
 def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) -> dict[str, Source]:
     """Every source that the index and a few stats name, with roles, status and blob id."""
@@ -346,8 +369,12 @@ def resolve_ignored(root: Path, sources: dict[str, Source]) -> None:
     untracked = [p for p, s in sources.items() if s.status == "untracked"]
     if not untracked:
         return
-    proc = run_git(["check-ignore", "-z", "--stdin"], root, input=b"\0".join(os.fsencode(p) for p in untracked) + b"\0",
-                   check=False)
+    proc = run_git(
+        ["check-ignore", "-z", "--stdin"],
+        root,
+        input=b"\0".join(os.fsencode(p) for p in untracked) + b"\0",
+        check=False,
+    )
     for raw in proc.stdout.split(b"\0"):
         path = raw.decode("utf-8", "surrogateescape")
         if path in sources:
@@ -358,12 +385,15 @@ def resolve_ignored(root: Path, sources: dict[str, Source]) -> None:
 def ignored_context_files(root: Path, opts: Options, limit: int = 50) -> list[str]:
     """Ignored files that would otherwise be context files (names only; git reads no contents)."""
     specs = [p if "/" in p else f":(glob)**/{p}" for p in opts.files]
-    proc = run_git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs], root, check=False)
+    proc = run_git(
+        ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs], root, check=False
+    )
     names = sorted(p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p)
     return names[:limit]
 
 
 # --- reading (cold path) ---------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Loaded:

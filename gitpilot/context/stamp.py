@@ -88,8 +88,13 @@ def dirty_paths(root: Path) -> set[str] | None:
     from gitpilot.gitrun import clean_env
 
     try:
-        proc = subprocess.run(["git", "diff-files", "--name-only", "-z"], cwd=root, env=clean_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc = subprocess.run(
+            ["git", "diff-files", "--name-only", "-z"],
+            cwd=root,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
     except OSError:
         return None
     if proc.returncode != 0:
@@ -110,7 +115,11 @@ def express(cwd: Path, task_text: str) -> Hit | None:
         return None
     from gitpilot import __version__
 
-    if not isinstance(stamp, dict) or stamp.get("format") != STAMP_FORMAT or stamp.get("version") != __version__:
+    if (
+        not isinstance(stamp, dict)
+        or stamp.get("format") != STAMP_FORMAT
+        or stamp.get("version") != __version__
+    ):
         return None
     if stamp.get("index") != signature(git_dir / "index") or stamp.get("root") != str(root):
         return None
@@ -143,8 +152,17 @@ def express(cwd: Path, task_text: str) -> Hit | None:
 
 
 def write_stamp(
-    git_dir: Path, root: Path, tid: str, *, index_sig: list[int], fingerprint: str, capsule_sha256: str,
-    sources: Iterable[str], dirty: Mapping[str, str], probes: Iterable[str], baseline_bytes: int,
+    git_dir: Path,
+    root: Path,
+    tid: str,
+    *,
+    index_sig: list[int],
+    fingerprint: str,
+    capsule_sha256: str,
+    sources: Iterable[str],
+    dirty: Mapping[str, str],
+    probes: Iterable[str],
+    baseline_bytes: int,
     capsule_bytes: int,
 ) -> None:
     """Record what the express path compares (after a full build or a full re-verification)."""
@@ -152,9 +170,16 @@ def write_stamp(
 
     probe_sigs = {rel: signature(root / rel) for rel in sorted(set(probes) | set(CONFIG_PROBES))}
     body = {
-        "format": STAMP_FORMAT, "version": __version__, "root": str(root), "index": index_sig,
-        "fingerprint": fingerprint, "capsule_sha256": capsule_sha256, "sources": "\n".join(sorted(set(sources))),
-        "dirty": dict(sorted(dirty.items())), "probes": probe_sigs, "baseline_bytes": baseline_bytes,
+        "format": STAMP_FORMAT,
+        "version": __version__,
+        "root": str(root),
+        "index": index_sig,
+        "fingerprint": fingerprint,
+        "capsule_sha256": capsule_sha256,
+        "sources": "\n".join(sorted(set(sources))),
+        "dirty": dict(sorted(dirty.items())),
+        "probes": probe_sigs,
+        "baseline_bytes": baseline_bytes,
         "capsule_bytes": capsule_bytes,
     }
     path = stamp_path(git_dir, tid)

@@ -32,10 +32,27 @@ _STOP = frozenset(
 )
 # Common suffixes, longest first; the stem keeps at least three letters.
 _SUFFIXES = (
-    ("ational", "ate"), ("ization", "ize"), ("isation", "ize"), ("fulness", "ful"),
-    ("iveness", "ive"), ("ations", "at"), ("ation", "at"), ("ments", ""), ("ment", ""),
-    ("ness", ""), ("ingly", ""), ("edly", ""), ("ings", ""), ("ing", ""), ("ies", "y"),
-    ("ied", "y"), ("ers", "er"), ("ed", ""), ("es", ""), ("ly", ""), ("s", ""),
+    ("ational", "ate"),
+    ("ization", "ize"),
+    ("isation", "ize"),
+    ("fulness", "ful"),
+    ("iveness", "ive"),
+    ("ations", "at"),
+    ("ation", "at"),
+    ("ments", ""),
+    ("ment", ""),
+    ("ness", ""),
+    ("ingly", ""),
+    ("edly", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ers", "er"),
+    ("ed", ""),
+    ("es", ""),
+    ("ly", ""),
+    ("s", ""),
 )
 _KEEP_ENDINGS = ("ss", "us", "is")
 
@@ -51,7 +68,12 @@ def stem(word: str) -> str:
             if suffix == "es" and not word.endswith(("ches", "shes", "sses", "xes", "zes")):
                 continue
             base = word[: -len(suffix)] + repl
-            if suffix in ("ing", "ings", "ed") and len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+            if (
+                suffix in ("ing", "ings", "ed")
+                and len(base) > 3
+                and base[-1] == base[-2]
+                and base[-1] not in "lsz"
+            ):
                 base = base[:-1]
             return _strip_e(base)
     return _strip_e(word)
@@ -138,6 +160,7 @@ def token_counts(text: str) -> Counter[str]:
 
 # --- identifiers a task names ----------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Identifier:
     """Something the task names exactly, and the pattern that finds it in a section."""
@@ -151,10 +174,14 @@ class Identifier:
 
 
 _BACKTICK = re.compile(r"`([^`\n]{1,120})`")
-_CAMEL_ID = re.compile(r"(?<![\w./-])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+)(?![\w])")
+_CAMEL_ID = re.compile(
+    r"(?<![\w./-])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+)(?![\w])"
+)
 _SNAKE_ID = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w])")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\((?:[^()\n]{0,60})\)")
-_PATH = re.compile(r"(?<![\w@:/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*|(?<![\w/.-])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w/])")
+_PATH = re.compile(
+    r"(?<![\w@:/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*|(?<![\w/.-])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w/])"
+)
 _FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*(?:=\S+)?")
 _REF_WORD = re.compile(
     r"\b(phase|step|stage|milestone|part|chapter|task|issue|pr|pull request|rfc|adr|decision|level|tier|"
@@ -206,9 +233,17 @@ def identifiers(task: str) -> list[Identifier]:
         add("snake", m.group(0))
     for m in _REF_WORD.finditer(plain):
         word, num = m.group(1), m.group(2)
-        add("ref", f"{word} {num}", r"\b" + re.escape(word).replace(r"\ ", r"\s+") + r"\s*#?\s*" + re.escape(num) + r"(?![\w.]*\d)")
+        add(
+            "ref",
+            f"{word} {num}",
+            r"\b" + re.escape(word).replace(r"\ ", r"\s+") + r"\s*#?\s*" + re.escape(num) + r"(?![\w.]*\d)",
+        )
     for m in _REF_CODE.finditer(plain):
-        add("ref", m.group(0), r"(?<![\w])" + re.escape(m.group(1)) + r"-?" + re.escape(m.group(2)) + r"(?![\w])")
+        add(
+            "ref",
+            m.group(0),
+            r"(?<![\w])" + re.escape(m.group(1)) + r"-?" + re.escape(m.group(2)) + r"(?![\w])",
+        )
     for m in _REF_HASH.finditer(plain):
         add("ref", m.group(0), r"#" + m.group(1) + r"(?!\d)")
     return list(found.values())

@@ -75,10 +75,9 @@ def options_from(cfg: Config) -> S.Options:
 
 def prepare(repo: Repo, task_text: str) -> State:
     from gitpilot import config as config_mod
+    from gitpilot.context.stamp import signature
     from gitpilot.redact import is_credential_filename
     from gitpilot.store.tasks import task_id
-
-    from gitpilot.context.stamp import signature
 
     root = repo.workdir
     index_sig = signature(repo.git_dir / "index")  # before reading the index: a later change misses
@@ -92,13 +91,31 @@ def prepare(repo: Repo, task_text: str) -> State:
         data = Path(cfg.path).read_bytes()
         config_blob, config_bytes = S.git_blob_id(data), len(data)
     records = [s.record() for s in srcs.values()]
-    records.append({"path": config_rel or "(no config)", "roles": ["config"], "status": "file", "blob": config_blob})
+    records.append(
+        {"path": config_rel or "(no config)", "roles": ["config"], "status": "file", "blob": config_blob}
+    )
     tid = task_id(task_text)
-    return State(root, task_text, tid, cfg, opts, inv, srcs, records, config_rel, config_blob, config_bytes,
-                 len(task_text.encode("utf-8")), sources_at_plan=set(srcs), index_sig=index_sig)
+    return State(
+        root,
+        task_text,
+        tid,
+        cfg,
+        opts,
+        inv,
+        srcs,
+        records,
+        config_rel,
+        config_blob,
+        config_bytes,
+        len(task_text.encode("utf-8")),
+        sources_at_plan=set(srcs),
+        index_sig=index_sig,
+    )
 
 
-def extra_records(state: State, paths: Iterable[str], roles: Mapping[str, Iterable[str]]) -> list[dict[str, Any]]:
+def extra_records(
+    state: State, paths: Iterable[str], roles: Mapping[str, Iterable[str]]
+) -> list[dict[str, Any]]:
     """Sources found by reading (imports, symlink targets), re-derived from the index and stats."""
     from gitpilot.redact import is_credential_filename
 
@@ -109,8 +126,12 @@ def extra_records(state: State, paths: Iterable[str], roles: Mapping[str, Iterab
 
 def current_fingerprint(state: State, manifest: Mapping[str, Any]) -> str:
     extras = [str(p) for p in manifest.get("extra_sources", [])]
-    roles = {str(r["path"]): r.get("roles", []) for r in manifest.get("sources", []) if r.get("path") in extras}
-    return fingerprint(state.options.as_dict(), state.task_id, state.fp_records + extra_records(state, extras, roles))
+    roles = {
+        str(r["path"]): r.get("roles", []) for r in manifest.get("sources", []) if r.get("path") in extras
+    }
+    return fingerprint(
+        state.options.as_dict(), state.task_id, state.fp_records + extra_records(state, extras, roles)
+    )
 
 
 def try_reuse(repo: Repo, state: State) -> CapsuleResult | None:
@@ -153,10 +174,19 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any]) -> None:
     extras = [str(p) for p in manifest.get("extra_sources", [])]
     sources = set(state.sources) | set(extras)
     dirty = {p: state.inventory.blob(p) or "" for p in sorted(sources) if p in state.inventory.dirty}
-    write_stamp(repo.git_dir, state.root, state.task_id, index_sig=state.index_sig,
-                fingerprint=str(manifest.get("fingerprint")), capsule_sha256=str(manifest.get("capsule_sha256")),
-                sources=sources, dirty=dirty, probes=probe_paths(state, extras),
-                baseline_bytes=int(manifest.get("baseline_bytes", 0)), capsule_bytes=int(manifest.get("capsule_bytes", 0)))
+    write_stamp(
+        repo.git_dir,
+        state.root,
+        state.task_id,
+        index_sig=state.index_sig,
+        fingerprint=str(manifest.get("fingerprint")),
+        capsule_sha256=str(manifest.get("capsule_sha256")),
+        sources=sources,
+        dirty=dirty,
+        probes=probe_paths(state, extras),
+        baseline_bytes=int(manifest.get("baseline_bytes", 0)),
+        capsule_bytes=int(manifest.get("capsule_bytes", 0)),
+    )
 
 
 def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Path) -> CapsuleResult | None:
@@ -182,8 +212,18 @@ def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Pat
     return _result(state, manifest, body, md_path, json_path)
 
 
-def _result(state: State, manifest: dict[str, Any], body: bytes, md_path: Path, json_path: Path) -> CapsuleResult:
+def _result(
+    state: State, manifest: dict[str, Any], body: bytes, md_path: Path, json_path: Path
+) -> CapsuleResult:
     from gitpilot.context.capsule import CapsuleResult
 
-    return CapsuleResult(body.decode("utf-8"), manifest, md_path, True, int(manifest.get("baseline_bytes", 0)),
-                         len(body), state.task_id, json_path)
+    return CapsuleResult(
+        body.decode("utf-8"),
+        manifest,
+        md_path,
+        True,
+        int(manifest.get("baseline_bytes", 0)),
+        len(body),
+        state.task_id,
+        json_path,
+    )
