@@ -116,7 +116,7 @@ _FORMATS_QUICK = re.compile(
 
 _KEY_WORDS = (
     r"password|passwd|passphrase|secret|token|api[_-]?key|apikey"
-    r"|(?:secret|access|auth|private|signing|encryption|master)[_-]?key|credentials?"
+    r"|(?:secret|access|auth|private|signing|encryption|master)[_-]?key"
 )
 _GENERIC_PARTS = {
     "url_password": (
@@ -136,7 +136,7 @@ _GENERIC_PARTS = {
 }
 _GENERIC = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _GENERIC_PARTS.items()), _FLAGS)
 _GENERIC_QUICK = re.compile(
-    r"""(?i:pass(?:word|wd|phrase)|secret|token|key|credentials?)\\?["']?\s*[:=]|://|(?i:authorization)""",
+    r"""(?i:pass(?:word|wd|phrase)|secret|token|key)\\?["']?\s*[:=]|://|(?i:authorization)""",
     _FLAGS,
 )
 
@@ -144,20 +144,23 @@ _PLACEHOLDERS = frozenset(
     (
         "changeme change_me change-me changeit password passwd secret token none null nil"
         " true false undefined example redacted required optional string str empty todo tbd"
-        " placeholder dummy notset not_set unset default"
+        " placeholder dummy notset not_set unset default pass pw pwd foo bar baz"
         # type annotations: `password: str`, `api_key: SecretStr`
         " bytes int bool any object number secretstr secretbytes"
     ).split()
 )
 _PLACEHOLDER_SHAPE = re.compile(
-    r"your[_-].*|.*[_-]here|(.)\1*|<.*>|\[.*\]|\{\{.*\}\}|%\w+%|\.\.\.|…",
+    r"your[_-].*|.*[_-]here|(.)\1*|<.*>|\[.*\]|\{.*\}|%\w+%|\.\.\.|…",
     re.ASCII | re.IGNORECASE | re.DOTALL,
 )
 # An unquoted value that reads like code rather than a literal: `self.token`,
 # `process.env.TOKEN` (calls and subscripts are caught by their bracket).
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", re.ASCII)
 _IDENTIFIER = re.compile(r"[A-Za-z]+_\w+|[a-z]+[A-Z]\w+", re.ASCII)
-_VARIABLE_SUFFIXES = ("password", "passwd", "secret", "token", "key")
+_VARIABLE_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "key")
+_VARIABLE_NAMES = frozenset("value val v pw pwd p s x data arg args new old result res".split())
+_TYPE_NAME = re.compile(r"(?:[A-Z][a-z0-9]+){2,}", re.ASCII)  # `token: AccessToken`
+_WORDS_NAME = re.compile(r"[a-z]+(?:[_.][a-z]+)+", re.ASCII)  # `"next_token"`, `"db.password"`
 # After a colon ("token: expired" is prose) an unquoted value counts only when it looks
 # random (letters and digits, at least 8) or when the line is a `key: value` line.
 _SECRETISH = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9]).{8,}", re.ASCII)
@@ -393,12 +396,13 @@ def _assignment_span(m: re.Match[str], s: str) -> _Span | None:
     for group in ("assignment__dq", "assignment__sq", "assignment__eq"):
         quoted = m.group(group)
         if quoted is not None:
-            if not _is_literal(quoted) or quoted.strip() == "":
+            if not _is_literal(quoted) or _names_a_value(quoted, key):
                 return None
             start, end = m.span(group)
             return (start, end, _assignment_kind(key))
     value = m.group("assignment__v")
-    if not _is_literal(value) or _looks_like_code(value, key):
+    spaced = m.group("assignment__sep") != m.group("assignment__sep").strip()
+    if not _is_literal(value) or _looks_like_code(value, key, spaced):
         return None
     if m.group("assignment__sep").strip() == ":":
         if not (_SECRETISH.fullmatch(value) or _is_key_value_line(s, m)):
@@ -421,16 +425,27 @@ def _is_literal(value: str) -> bool:
     return _PLACEHOLDER_SHAPE.fullmatch(v) is None
 
 
-def _looks_like_code(value: str, key: str) -> bool:
+def _looks_like_code(value: str, key: str, spaced: bool) -> bool:
+    """True for an unquoted value that reads as code: a call, a subscript, an attribute, a
+    type, or (around a spaced `=`) a variable name (`password = db_password`)."""
     if "(" in value or "[" in value:
         return True
     if _DOTTED_NAME.fullmatch(value) and not value[-1].isdigit():
         return True
-    # `password = password`, `token = github_token`: a variable named like its key.
-    lowered = value.casefold()
-    if lowered == key.casefold():
+    if _names_a_value(value, key) or _TYPE_NAME.fullmatch(value):
         return True
-    return _IDENTIFIER.fullmatch(value) is not None and lowered.endswith(_VARIABLE_SUFFIXES)
+    if not spaced:  # `password=hunter2` on a command line or in an env file is a literal
+        return False
+    return _IDENTIFIER.fullmatch(value) is not None or value.casefold() in _VARIABLE_NAMES
+
+
+def _names_a_value(value: str, key: str) -> bool:
+    """`password = password`, `token: "next_token"`, `PASSWORD = "PASSWORD"`: a name, not a value."""
+    v = value.strip().casefold().replace("-", "_")
+    k = key.casefold().replace("-", "_")
+    if v == k or v == k.rsplit(".", 1)[-1].lstrip("_") or _WORDS_NAME.fullmatch(v):
+        return True
+    return _IDENTIFIER.fullmatch(value) is not None and v.endswith(_VARIABLE_SUFFIXES)
 
 
 def _is_key_value_line(s: str, m: re.Match[str]) -> bool:
@@ -450,8 +465,6 @@ def _assignment_kind(key: str) -> str:
         return "token"
     if k.endswith(("api_key", "api-key", "apikey")):
         return "api-key"
-    if k.endswith(("credential", "credentials")):
-        return "credential"
     if k.endswith("key"):
         return "secret-key"
     return "secret"

@@ -85,7 +85,7 @@ GENERIC = [
         'request body={\\"user\\": \\"ann\\", \\"password\\": \\"hunter2\\"}',
         'request body={\\"user\\": \\"ann\\", \\"password\\": \\"[REDACTED:password]\\"}',
     ),
-    ("token := \"tok3n-value\"", "token := \"[REDACTED:token]\""),
+    ('token := "tok3n-value"', 'token := "[REDACTED:token]"'),
     (
         "curl -H 'Authorization: Bearer abcdef123456789'",
         "curl -H 'Authorization: Bearer [REDACTED:auth-header]'",
@@ -137,6 +137,14 @@ NEAR_MISSES = [
     "Files beginning with -----BEGIN PRIVATE KEY----- are never opened.",
     "secret=[REDACTED:secret]",
     "tests/test_auth.py::test_token_refresh PASSED",
+    "self._passphrase = passphrase",
+    "name, passwd = credential_tuple",
+    '"input_token": "next_token",',
+    'FORCE_CHANGE_PASSWORD = "FORCE_CHANGE_PASSWORD"',
+    "_credential: TokenCredential",
+    'raise ValueError(f"bad token: {token}")',
+    "e.g. `pass` in `https://user:pass@host:port/path`",
+    "password = value",
 ]
 
 
