@@ -131,7 +131,7 @@ _GENERIC_PARTS = {
         rf"(?<![A-Za-z0-9_.-])(?P<assignment__k>[A-Za-z0-9_.-]*?(?i:{_KEY_WORDS}))"
         r"""(?:\\?["'])?(?P<assignment__sep>\s*(?:=>|:=|[:=])\s*)"""
         r"""(?:"(?P<assignment__dq>[^"\n]*)"|'(?P<assignment__sq>[^'\n]*)'"""
-        r"""|\\"(?P<assignment__eq>[^"\\\n]*)\\"|(?P<assignment__v>(?:[^\s"',;)\]}\\]|\\(?!["']))+))"""
+        r"""|\\"(?P<assignment__eq>[^"\\\n]*)\\"|(?P<assignment__v>(?:[^\s"'`,;)\]}\\]|\\(?!["']))+))"""
     ),
 }
 _GENERIC = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _GENERIC_PARTS.items()), _FLAGS)
@@ -150,7 +150,7 @@ _PLACEHOLDERS = frozenset(
     ).split()
 )
 _PLACEHOLDER_SHAPE = re.compile(
-    r"your[_-].*|.*[_-]here|(.)\1*|<.*>|\[.*\]|\{.*\}|%\w+%|\.\.\.|…",
+    r"your[_-].*|.*[_-]here|(.)\1*|<.*>|\[.*\]|\{.*\}|%\w+%|.*(?:\.\.\.|…)",
     re.ASCII | re.IGNORECASE | re.DOTALL,
 )
 # An unquoted value that reads like code rather than a literal: `self.token`,
