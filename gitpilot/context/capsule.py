@@ -207,10 +207,10 @@ def _expand_imports(
         if loaded is None:
             continue
         base = path.rsplit("/", 1)[0] if "/" in path else ""
-        for target in S.imports_of(loaded):
-            rel = S.normalize(base, target)
+        for spec in S.imports_of(loaded):
+            rel = S.normalize(base, spec)
             if rel is None or not S.inside(root, rel):
-                skipped.append((target, f"imported by {path}: outside the repository, refused"))
+                skipped.append((spec, f"imported by {path}: outside the repository, refused"))
                 continue
             if rel not in srcs:
                 srcs[rel] = S.Source(rel, {"import", "memory", "rule"}, "")
