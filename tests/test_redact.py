@@ -86,6 +86,7 @@ GENERIC = [
         'request body={\\"user\\": \\"ann\\", \\"password\\": \\"[REDACTED:password]\\"}',
     ),
     ('token := "tok3n-value"', 'token := "[REDACTED:token]"'),
+    ("run `deploy --password=hunter2` once", "run `deploy --password=[REDACTED:password]` once"),
     (
         "curl -H 'Authorization: Bearer abcdef123456789'",
         "curl -H 'Authorization: Bearer [REDACTED:auth-header]'",
@@ -145,6 +146,8 @@ NEAR_MISSES = [
     'raise ValueError(f"bad token: {token}")',
     "e.g. `pass` in `https://user:pass@host:port/path`",
     "password = value",
+    "curl -H 'Authorization: Bearer sk_live_...'",
+    "Search the audit log with `GET /v1/audit_events?api_key=...`.",
 ]
 
 
