@@ -138,3 +138,23 @@ def test_the_task_record_holds_the_capsule_and_manifest(tmp_path: Path) -> None:
     res.json_path.unlink()
     again = build_capsule(repo, TASK)
     assert again.reused and again.text == res.text
+
+
+def test_refresh_maps_parses_only_changed_markdown_blobs(tmp_path: Path) -> None:
+    from gitpilot.context.cache import read_notes, refresh_maps
+
+    repo = _repo(tmp_path)
+    root = repo.workdir
+    old = git(root, "rev-parse", "HEAD").strip()
+    (root / "docs" / "cache.md").write_text("# Cache\n\n## TTL\n\nFive minutes.\n")
+    (root / "docs" / "new.md").write_text("# New\n\nText.\n")
+    (root / "src.py").write_text("x = 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "change")
+    new = git(root, "rev-parse", "HEAD").strip()
+    assert refresh_maps(repo, old, new) == 2
+    blob = git(root, "rev-parse", "HEAD:docs/cache.md").strip()
+    note = json.loads(read_notes(repo, [blob])[blob])
+    assert [s[1] for s in note["sections"]] == ["Cache", "TTL"]
+    assert refresh_maps(repo, old, new) == 0  # already there
+    assert build_capsule(repo, "cache ttl").manifest["parsed_files"] < len(FILES)

@@ -106,3 +106,45 @@ def read_notes(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
     names = sorted(found)
     bodies = repo.cat_file_batch([found[o] for o in names])
     return {o: b for o, b in zip(names, bodies, strict=True) if b is not None}
+
+
+def refresh_maps(repo: Repo, old: str, new: str, *, patterns: Iterable[str] = ("*.md", "*.mdx")) -> int:
+    """Section maps for the Markdown blobs that differ between two commits and have none yet.
+
+    For the post-checkout hook: only changed blobs are read (from the object store, never the
+    working tree), credential-named files are skipped, and a file holding a credential gets a
+    map with its withheld flags. Returns how many files were parsed.
+    """
+    from gitpilot.context.markdown import parse, split_lines
+    from gitpilot.context.sources import matches
+    from gitpilot.errors import PilotError
+    from gitpilot.redact import contains_secret, is_credential_filename
+    from gitpilot.store.notes import NotesStore
+
+    out = repo.git("diff-tree", "-r", "-z", "--no-renames", old, new)
+    fields = out.split(b"\0")
+    blobs: dict[str, str] = {}
+    for meta, raw in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.decode("ascii", "replace").split()
+        path = raw.decode("utf-8", "surrogateescape")
+        if len(parts) < 5 or parts[3] == "0" * 40 or not parts[1].startswith("100"):
+            continue
+        if matches(path, patterns) and not is_credential_filename(path):
+            blobs[parts[3]] = path
+    have = read_notes(repo, blobs)
+    todo = sorted(b for b in blobs if b not in have)
+    fresh: dict[str, bytes] = {}
+    for blob, data in zip(todo, repo.cat_file_batch(todo), strict=True):
+        if data is None or len(data) > 1_000_000:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        fresh[blob] = parse(text, contains_secret if contains_secret(text) else None, split_lines(text)).to_json()
+    if fresh:
+        try:
+            NotesStore(repo, SECTIONS_REF).put(fresh, f"pilot: section maps for {len(fresh)} file(s)")
+        except PilotError:
+            return 0
+    return len(fresh)
