@@ -141,7 +141,8 @@ def refresh_maps(repo: Repo, old: str, new: str, *, patterns: Iterable[str] = ("
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        fresh[blob] = parse(text, contains_secret if contains_secret(text) else None, split_lines(text)).to_json()
+        secret = contains_secret if contains_secret(text) else None
+        fresh[blob] = parse(text, secret, split_lines(text)).to_json()
     if fresh:
         try:
             NotesStore(repo, SECTIONS_REF).put(fresh, f"pilot: section maps for {len(fresh)} file(s)")
