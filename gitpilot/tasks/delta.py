@@ -100,10 +100,10 @@ def own_sections(text: str) -> list[Section]:
     smap = parse(text, contains_secret)
     lines = split_lines(text)
     out: list[Section] = []
-    for s in smap.sections:
+    for i, s in enumerate(smap.sections):
         if s.withheld or s.body_end < s.start:
             continue
-        heading = " › ".join(smap.heading_path(s.index)) or "(preamble)"
+        heading = " › ".join(smap.heading_path(i)) or "(preamble)"
         out.append(Section(heading, s.start, s.body_end, _sha(range_text(lines, s.start, s.body_end))))
     return out
 
