@@ -259,3 +259,22 @@ def test_codex_exec_events_teach_the_same_fact() -> None:
         learn.ingest(store, events, "2026-01-01T00:00:00Z")
     assert learn.startup_context(store).endswith(
         "- `pytest` is not available here (command not found); use `python3 -m pytest` instead.")
+
+
+def test_codex_streams_feed_the_same_repository_store(learning_repo: Path) -> None:
+    def stream(thread: str) -> list[str]:
+        item = {"type": "item.completed", "item": {"id": "i1", "type": "command_execution",
+                                                    "command": "bash -lc 'pytest -q'", "exit_code": 127,
+                                                    "aggregated_output": "bash: pytest: command not found\n",
+                                                    "status": "failed"}}
+        good = {"type": "item.completed", "item": {"id": "i2", "type": "command_execution",
+                                                    "command": "bash -lc 'python3 -m pytest -q'",
+                                                    "exit_code": 0, "aggregated_output": "3 passed\n",
+                                                    "status": "completed"}}
+        records = ({"type": "thread.started", "thread_id": thread}, {"type": "turn.started"}, item, good,
+                   {"type": "turn.completed"})
+        return [json.dumps(r) for r in records]
+    for i in range(3):
+        hookfast.ingest(list(CodexExec().parse(stream(f"codex-{i}"))), str(learning_repo))
+    # a later Claude session in the same repository is told
+    assert "use `python3 -m pytest` instead" in start(learning_repo, "claude-later")
