@@ -671,7 +671,10 @@ def render_speed(sp: dict[str, Any]) -> list[str]:
 
 def render(report: dict[str, Any], verbose: bool) -> str:
     t = report["total"]
-    lines = [f"capsule benchmark: {len(report['scenarios'])} scenarios, {t['tasks']} tasks"]
+    code = report["code"]
+    dirty = " (gitpilot/context/ has uncommitted edits)" if code.get("context_dirty") else ""
+    lines = [f"capsule benchmark: {len(report['scenarios'])} scenarios, {t['tasks']} tasks; "
+             f"git pilot at {code.get('commit')}{dirty}"]
     if report.get("capsule_note"):
         lines.append(f"note: {report['capsule_note']}; baseline side only")
     lines += render_totals(report)
@@ -711,11 +714,21 @@ def targets(total: dict[str, Any], speed: dict[str, Any] | None) -> list[Target]
     return out
 
 
+def code_version() -> dict[str, Any]:
+    """Which git pilot code was measured: HEAD of this checkout and whether context/ had local edits."""
+    try:
+        head = git(ROOT, "rev-parse", "--short", "HEAD").decode().strip()
+        dirty = bool(git(ROOT, "status", "--porcelain", "--", "gitpilot/context").strip())
+    except (subprocess.CalledProcessError, OSError):
+        return {"commit": None, "context_dirty": None}
+    return {"commit": head, "context_dirty": dirty}
+
+
 def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     scenarios = load_scenarios(Path(args.fixtures), args.scenario or [])
     build_capsule, note = capsule_api()
     report: dict[str, Any] = {"scenarios": [], "tasks": [], "missed": [], "problems": [],
-                              "capsule_note": note}
+                              "capsule_note": note, "code": code_version()}
     with tempfile.TemporaryDirectory(prefix="bench-capsule-") as tmp:
         work = Path(tmp)
         (work / "home").mkdir()
@@ -759,6 +772,7 @@ def as_json(report: dict[str, Any]) -> dict[str, Any]:
     out["targets"] = {name: {"met": ok, "detail": detail} for name, ok, detail in report["targets"]}
     out["fixture_problems"] = report["problems"]
     out["capsule_note"] = report["capsule_note"]
+    out["code"] = report["code"]
     return out
 
 
