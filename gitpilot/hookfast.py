@@ -28,7 +28,10 @@ from gitpilot.optimizer.events import PROMPT, SESSION_END, SESSION_START, STOP, 
 
 #: Functions ("module:function") whose text joins the SessionStart context. Each is called as
 #: ``function(root, common_dir, toml_doc) -> str`` and imported only at SessionStart.
-STARTUP_PROVIDERS: tuple[str, ...] = ("gitpilot.hookfast:learned_context",)
+STARTUP_PROVIDERS: tuple[str, ...] = (
+    "gitpilot.hookfast:learned_context",
+    "gitpilot.hookfast:sourcemap_context",
+)
 
 HISTORY_RECORDS = 200
 STALE_SECONDS = 14 * 24 * 3600
@@ -271,6 +274,22 @@ def learned_context(root: str, common: str, doc: dict[str, Any]) -> str:
         return ""
     store = statefile.read_json(learned_path(common))
     return learn.startup_context(store) if isinstance(store, dict) else ""
+
+
+def sourcemap_context(root: str, common: str, doc: dict[str, Any]) -> str:
+    """The source map for SessionStart, only with ``[optimizer] sourcemap_inject = true``.
+
+    The flag is checked here first so that a repository without it never imports the
+    source-map code.
+    """
+    opt = doc.get("optimizer")
+    if not (isinstance(opt, dict) and opt.get("sourcemap_inject") is True):
+        return ""
+    from pathlib import Path
+
+    from gitpilot.optimizer.sourcemap import session_context
+
+    return session_context(Path(root)) or ""
 
 
 def startup_context(root: str, common: str, doc: dict[str, Any]) -> str:

@@ -274,3 +274,21 @@ def test_hook_path_imports_no_heavy_module(git_repo: Path) -> None:
                               capture_output=True, env=pilot_env())
         assert proc.stderr.decode() == "(0, [])"
 
+
+
+def test_session_start_injects_the_source_map_only_when_enabled(git_repo: Path) -> None:
+    (git_repo / "pkg").mkdir()
+    (git_repo / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\nclass Calculator:\n"
+                                              "    pass\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "code")
+    start = json.dumps({"session_id": "sm", "cwd": str(git_repo), "hook_event_name": "SessionStart",
+                        "source": "startup"}).encode()
+    off = run_pilot("hook", "claude", cwd=git_repo, input=start)
+    assert (off.returncode, off.stdout) == (0, "")
+    (git_repo / ".gitpilot.toml").write_text("[optimizer]\nsourcemap_inject = true\n")
+    on = run_pilot("hook", "claude", cwd=git_repo, input=start)
+    assert on.returncode == 0, on.stderr
+    context = json.loads(on.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("# Source map")
+    assert "pkg/\n  calc.py: add(), Calculator" in context
