@@ -40,6 +40,9 @@ COMMANDS: dict[str, str] = {
     "hooks": "gitpilot.commands.hooks:command",
     "hook": "gitpilot.commands.hook:command",
     "sourcemap": "gitpilot.commands.sourcemap:command",
+    "review-budget": "gitpilot.commands.review_budget:command",
+    "codex": "gitpilot.commands.codex:command",
+    "efficiency": "gitpilot.commands.efficiency:command",
 }
 
 

@@ -134,6 +134,9 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         _store(repo, tree, to_record)
     if run_dir is not None:
         _prune_runs(run_dir.parent, int(cfg.get("leanloop.checks.keep_runs")))
+        from gitpilot.efficiency import record_checks  # quiet-check savings; a cache hit never gets here
+
+        record_checks(repo, outcomes)
     if opts.json:
         output.out(json.dumps(_as_json(tree, outcomes, opts), indent=2, sort_keys=True))
     else:

@@ -1,0 +1,1 @@
+"""Adaptive Codex review: review budgets (``budget``, ``risk``), review rounds and planning (``codex``)."""

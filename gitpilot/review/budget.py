@@ -1,0 +1,288 @@
+"""Review budgets: how many Codex review rounds a change warrants, and why.
+
+The change is the diff (renames detected) from the merge base with the base branch to the
+checked state: the worktree tree id (commits, staged and unstaged edits, untracked files that
+are not ignored), or a commit's tree for the notes the git hooks record. Classes:
+
+- ``empty``: nothing changed, 0 rounds;
+- ``docs``: documentation only (``.md .markdown .txt .rst .adoc``) and nothing high-risk, 0;
+- ``small``: at most 3 files and 80 changed lines, no binaries, nothing high-risk: ``small_rounds``;
+- ``normal``: anything else: ``normal_rounds``;
+- ``high-risk`` (see ``risk.py``): ``high_risk_rounds`` (unset: ``max_rounds``).
+
+``max_rounds`` caps every class; ``adaptive = false`` gives every change ``max_rounds``. A
+config that would let a code change skip review (a ``*_rounds`` below 1) is refused.
+``record_for_commit`` is what the post-commit, post-rewrite and pre-push hooks call: it is
+cheap to import (stdlib only at import time) and skips a commit whose note is current.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gitpilot.errors import PilotError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gitpilot.config import Config
+    from gitpilot.repo import FileChange, Repo
+
+REVIEW_REF = "refs/notes/pilot/review"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+SMALL_FILES = 3
+SMALL_LINES = 80
+MAX_REASONS = 12
+V04_MAX_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The ``[reviewer]`` settings, validated."""
+
+    adaptive: bool = True
+    max_rounds: int = 2
+    small_rounds: int = 1
+    normal_rounds: int = 2
+    high_risk_rounds: int = 2
+    high_risk_paths: tuple[str, ...] = ()
+    high_risk_keywords: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """A short checksum of the rules (stable across runs: zlib, never ``hash()``)."""
+        body = json.dumps(asdict(self), sort_keys=True).encode("utf-8")
+        return f"{zlib.crc32(body):08x}"
+
+
+def rules_from_config(cfg: Config) -> Rules:
+    """The validated rules; a setting that lets a code change skip review raises PilotError."""
+    where = str(cfg.path) if cfg.path is not None else "the configuration"
+    if cfg.is_set("reviewer.max_rounds"):
+        max_rounds = int(cfg.get("reviewer.max_rounds"))
+    else:
+        max_rounds = V04_MAX_ROUNDS if cfg.source == "v0.4" else int(cfg.get("reviewer.max_rounds"))
+    high = max_rounds
+    if cfg.is_set("reviewer.high_risk_rounds"):
+        high = int(cfg.get("reviewer.high_risk_rounds"))
+    values = {"max_rounds": max_rounds, "small_rounds": int(cfg.get("reviewer.small_rounds")),
+              "normal_rounds": int(cfg.get("reviewer.normal_rounds")), "high_risk_rounds": high}
+    for key, value in values.items():
+        if value < 1:
+            raise PilotError(f"{where}: reviewer.{key} = {value} would let a code change skip review; "
+                             "it must be at least 1 (documentation-only changes already get 0 rounds)")
+    return Rules(adaptive=bool(cfg.get("reviewer.adaptive")),
+                 high_risk_paths=tuple(cfg.get("reviewer.high_risk_paths")),
+                 high_risk_keywords=tuple(cfg.get("reviewer.high_risk_keywords")), **values)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A change's review budget: class, rounds, and the reasons in words."""
+
+    base: str
+    merge_base: str | None
+    tree: str
+    cls: str
+    rounds: int
+    max_rounds: int
+    adaptive: bool
+    reasons: tuple[str, ...]
+    files: int = 0
+    changed_lines: int = 0
+    binaries: tuple[str, ...] = field(default_factory=tuple)
+    high_risk: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": self.base, "merge_base": self.merge_base, "tree": self.tree, "class": self.cls,
+                "rounds": self.rounds, "max_rounds": self.max_rounds, "adaptive": self.adaptive,
+                "reasons": list(self.reasons), "files": self.files, "changed_lines": self.changed_lines,
+                "binaries": list(self.binaries), "high_risk": list(self.high_risk)}
+
+
+# -- the base branch ------------------------------------------------------------------------
+def resolve_base(repo: Repo, cfg: Config, base: str | None = None) -> tuple[str, str]:
+    """(name, commit) of the base branch: ``--base``, else ``base_branch``, else origin/HEAD,
+    else main or master."""
+    if base:
+        return base, _commit_of(repo, base, f"no base branch {base!r} here (--base)")
+    configured = str(cfg.get("base_branch") or "").strip()
+    if configured:
+        return configured, _commit_of(repo, configured, f"base_branch = {configured!r} in the config "
+                                      "names nothing here; fix it or pass --base")
+    remote_head = repo.git_proc("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    name = remote_head.stdout.decode("utf-8", "surrogateescape").strip()
+    candidates = ([name] if remote_head.returncode == 0 and name else []) + ["main", "master"]
+    for candidate in candidates:
+        commit = repo.rev_parse(f"{candidate}^{{commit}}")
+        if commit is not None:
+            return candidate, commit
+    raise PilotError("no base branch found (no origin/HEAD, main or master): set base_branch in "
+                     ".gitpilot.toml or pass --base")
+
+
+def _commit_of(repo: Repo, rev: str, message: str) -> str:
+    commit = repo.rev_parse(f"{rev}^{{commit}}")
+    if commit is None:
+        raise PilotError(message)
+    return commit
+
+
+def merge_base(repo: Repo, base_commit: str, commit: str | None) -> str | None:
+    if commit is None:
+        return None
+    out = repo.git_proc("merge-base", base_commit, commit)
+    text = out.stdout.decode().strip()
+    return text if out.returncode == 0 and text else None
+
+
+# -- the budget -------------------------------------------------------------------------------
+def compute_budget(repo: Repo, base: str | None = None) -> Budget:
+    """The budget of the checked state (the working tree as it is) against the base branch."""
+    from gitpilot.config import load
+
+    cfg = load(repo.workdir)
+    rules = rules_from_config(cfg)
+    name, base_commit = resolve_base(repo, cfg, base)
+    mb = merge_base(repo, base_commit, repo.head())
+    return budget_of(repo, rules, name, mb, repo.worktree_tree_id())
+
+
+def budget_of(repo: Repo, rules: Rules, base_name: str, mb: str | None, tree: str) -> Budget:
+    """The budget of ``tree`` against the merge base ``mb`` (None: no common history)."""
+    old = repo.commit_tree_of(mb) if mb is not None else None
+    changes = [] if old == tree else repo.diff_stats(old, tree)
+    return classify(changes, rules, base_name, mb, tree)
+
+
+def _paths(change: FileChange) -> list[str]:
+    return sorted({p for p in (change.old_path, change.new_path) if p is not None})
+
+
+def _shown(change: FileChange) -> str:
+    if change.old_path and change.new_path and change.old_path != change.new_path:
+        return f"{change.old_path} -> {change.new_path}"
+    return str(change.new_path or change.old_path)
+
+
+def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | None, tree: str) -> Budget:
+    """Class, rounds and reasons for a list of changed files (deterministic: sorted by path)."""
+    from gitpilot.review import risk
+
+    changes = sorted(changes, key=lambda c: (_shown(c), c.status))
+    lines = sum(c.added + c.deleted for c in changes)
+    binaries = tuple(_shown(c) for c in changes if c.binary)
+    findings: list[risk.Finding] = []
+    for c in changes:
+        for path in _paths(c):
+            rule = risk.path_rule(path, rules.high_risk_paths)
+            if rule is not None:
+                findings.append(risk.Finding(_shown(c), 0, rule))
+                break
+        else:
+            if not c.binary:
+                hit = risk.line_findings(str(c.new_path or c.old_path), c.lines, rules.high_risk_keywords)
+                if hit is not None:
+                    findings.append(hit)
+    renamed = sum(1 for c in changes if c.status == "renamed")
+    size = (f"{len(changes)} file(s) changed against {base_name}"
+            + (f" ({renamed} renamed)" if renamed else "")
+            + f", {lines} changed line(s), {len(binaries)} binary")
+    reasons: list[str] = [size] if changes else []
+    if not mb:
+        reasons.append(f"no common history with {base_name}: every file counts as added")
+    docs_only = bool(changes) and not binaries and all(risk.is_doc(p) for c in changes for p in _paths(c))
+    if not changes:
+        cls, class_rounds = "empty", 0
+        reasons.append(f"nothing changed against {base_name}: nothing to review")
+    elif findings:
+        cls, class_rounds = "high-risk", rules.high_risk_rounds
+        reasons.extend(f.reason() for f in findings[:MAX_REASONS])
+        if len(findings) > MAX_REASONS:
+            reasons.append(f"... and {len(findings) - MAX_REASONS} more high-risk file(s)")
+    elif docs_only:
+        cls, class_rounds = "docs", 0
+        reasons.append("documentation only (.md .markdown .txt .rst .adoc) and nothing high-risk")
+    elif len(changes) <= SMALL_FILES and lines <= SMALL_LINES and not binaries:
+        cls, class_rounds = "small", rules.small_rounds
+        reasons.append(f"small and low-risk: at most {SMALL_FILES} files and {SMALL_LINES} changed lines, "
+                       "no binaries")
+    else:
+        cls, class_rounds = "normal", rules.normal_rounds
+        reasons.extend(_not_small(len(changes), lines, binaries))
+    rounds, why = _rounds(cls, class_rounds, rules)
+    reasons.append(why)
+    return Budget(base_name, mb, tree, cls, rounds, rules.max_rounds, rules.adaptive, tuple(reasons),
+                  len(changes), lines, binaries, tuple(f.reason() for f in findings))
+
+
+def _not_small(files: int, lines: int, binaries: tuple[str, ...]) -> list[str]:
+    out = []
+    if files > SMALL_FILES:
+        out.append(f"not small: {files} files (more than {SMALL_FILES})")
+    if lines > SMALL_LINES:
+        out.append(f"not small: {lines} changed lines (more than {SMALL_LINES})")
+    if binaries:
+        shown = ", ".join(binaries[:5]) + (f" and {len(binaries) - 5} more" if len(binaries) > 5 else "")
+        out.append(f"not small: binary file(s): {shown}")
+    return out
+
+
+def _rounds(cls: str, class_rounds: int, rules: Rules) -> tuple[int, str]:
+    if cls == "empty":
+        return 0, "budget: 0 rounds"
+    if not rules.adaptive:
+        return rules.max_rounds, f"budget: {rules.max_rounds} round(s): adaptive review is off (max_rounds)"
+    if cls == "docs":
+        return 0, "budget: 0 rounds"
+    key = {"small": "small_rounds", "normal": "normal_rounds", "high-risk": "high_risk_rounds"}[cls]
+    rounds = min(class_rounds, rules.max_rounds)
+    capped = f", capped by max_rounds {rules.max_rounds}" if class_rounds > rules.max_rounds else ""
+    return rounds, f"budget: {rounds} round(s) ({key} {class_rounds}{capped})"
+
+
+# -- notes on commits (the git hooks) ---------------------------------------------------------
+def note_body(budget: Budget, rules: Rules) -> bytes:
+    body = {"base": budget.base, "merge_base": budget.merge_base, "class": budget.cls,
+            "rounds": budget.rounds, "reasons": list(budget.reasons), "rules": rules.fingerprint()}
+    return (json.dumps(body, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def read_note(repo: Repo, commit: str) -> dict[str, Any] | None:
+    from gitpilot.store.notes import NotesStore
+
+    data = NotesStore(repo, REVIEW_REF).read(commit)
+    if not data:
+        return None
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def record_for_commit(repo: Repo, commit: str) -> Budget | None:
+    """Record ``commit``'s budget as a note in refs/notes/pilot/review; None when the note is current.
+
+    The note is current when it names the same base, merge base and rules: a commit's tree never
+    changes, so nothing else can change its budget.
+    """
+    from gitpilot.config import load
+    from gitpilot.store.notes import NotesStore
+
+    commit = _commit_of(repo, commit, f"no such commit: {commit}")
+    cfg = load(repo.workdir)
+    rules = rules_from_config(cfg)
+    name, base_commit = resolve_base(repo, cfg)
+    mb = merge_base(repo, base_commit, commit)
+    old = read_note(repo, commit)
+    if old is not None and (old.get("base"), old.get("merge_base"), old.get("rules")) == \
+            (name, mb, rules.fingerprint()):
+        return None
+    tree = repo.commit_tree_of(commit)
+    if tree is None:
+        raise PilotError(f"no tree for commit {commit}")
+    budget = budget_of(repo, rules, name, mb, tree)
+    NotesStore(repo, REVIEW_REF).put({commit: note_body(budget, rules)},
+                                     f"git pilot: review budget of {commit[:12]}")
+    return budget

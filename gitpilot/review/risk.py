@@ -1,0 +1,214 @@
+"""Which changes are high-risk: the path rules and the sensitive-keyword rules of adaptive review.
+
+A change is high-risk when a changed path (its old or its new name) is CI configuration, agent
+configuration, a dependency manifest or lockfile, auth/security/crypto/payment code, a
+migration, git's own attribute files, SECURITY.md, or matches ``reviewer.high_risk_paths``; or
+when a changed line (added or removed) of a non-documentation file mentions a sensitive
+keyword or one of ``reviewer.high_risk_keywords``. Each finding names its rule in words, so a
+reason reads the same on every machine. Pure functions over paths and line texts, stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gitpilot.redact import contains_secret
+
+DOC_EXTENSIONS = (".md", ".markdown", ".txt", ".rst", ".adoc")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason a change is high-risk: where (path, line or 0) and which rule, in words."""
+
+    path: str
+    line: int
+    rule: str
+
+    def reason(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        verb = "changes a line mentioning" if self.line else "is"
+        return f"high-risk: {where} {verb} {self.rule}"
+
+
+def is_doc(path: str) -> bool:
+    return path.lower().endswith(DOC_EXTENSIONS)
+
+
+# -- paths ----------------------------------------------------------------------------------
+_CI_FILES = frozenset({
+    ".gitlab-ci.yml", ".gitlab-ci.yaml", ".travis.yml", "azure-pipelines.yml", "azure-pipelines.yaml",
+    "jenkinsfile", "bitbucket-pipelines.yml", ".drone.yml", "appveyor.yml", ".appveyor.yml",
+    ".woodpecker.yml", "cloudbuild.yaml", "cloudbuild.yml", ".pre-commit-config.yaml", "codecov.yml",
+    ".cirrus.yml", "buildkite.yml", "dependabot.yml", "dependabot.yaml", "renovate.json", ".renovaterc",
+    ".renovaterc.json",
+})
+_CI_DIRS = (".github/workflows/", ".github/actions/", ".circleci/", ".buildkite/", ".gitlab/ci/",
+            ".woodpecker/", ".azure-pipelines/", ".tekton/")
+_AGENT_FILES = frozenset({"claude.md", "claude.local.md", "agents.md", "agents.override.md", "gemini.md",
+                          ".gitpilot.toml", ".mcp.json", ".cursorrules", "copilot-instructions.md"})
+_AGENT_DIRS = frozenset({".claude", ".codex", ".autopilot", ".cursor", ".gemini"})
+_MANIFESTS = frozenset({
+    "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
+    "pnpm-workspace.yaml", "bun.lock", "bun.lockb", ".npmrc", ".yarnrc", ".yarnrc.yml",
+    "pyproject.toml", "setup.py", "setup.cfg", "pipfile", "pipfile.lock", "poetry.lock", "uv.lock",
+    "pdm.lock", "environment.yml", "environment.yaml", "conda-lock.yml",
+    "cargo.toml", "cargo.lock", "go.mod", "go.sum", "go.work", "go.work.sum", "gopkg.lock", "gopkg.toml",
+    "gemfile", "gemfile.lock", "composer.json", "composer.lock", "pom.xml", "build.gradle",
+    "build.gradle.kts", "settings.gradle", "settings.gradle.kts", "gradle.lockfile", "libs.versions.toml",
+    "packages.lock.json", "directory.packages.props", "paket.dependencies", "paket.lock", "mix.exs",
+    "mix.lock", "pubspec.yaml", "pubspec.lock", "package.swift", "package.resolved", "podfile",
+    "podfile.lock", "cartfile", "cartfile.resolved", "deno.json", "deno.jsonc", "deno.lock",
+    "vcpkg.json", "conanfile.txt", "conanfile.py", "flake.nix", "flake.lock", "rebar.config",
+    "rebar.lock", "stack.yaml", "cabal.project", "renv.lock", "description", "build.sbt", "project.clj",
+    "deps.edn", "shard.yml", "shard.lock", "requirements.in",
+})
+_MANIFEST_SUFFIXES = (".gemspec", ".csproj", ".fsproj", ".vbproj", ".cabal", ".nimble", ".rockspec")
+_REQUIREMENTS = re.compile(r"^(requirements|constraints)([-_.][\w.-]*)?\.(txt|in)$")
+_GIT_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules"})
+# Path words (directory or file-name tokens) that mark auth, security, crypto or payment code.
+_SENSITIVE_WORDS = frozenset({
+    "auth", "authn", "authz", "oauth", "oauth2", "oidc", "saml", "sso", "login", "logout", "signin",
+    "signup", "password", "passwords", "passwd", "credential", "credentials", "secret", "secrets",
+    "security", "secure", "crypto", "cryptography", "cipher", "ciphers", "jwt", "tls", "ssl", "acl",
+    "rbac", "permission", "permissions", "payment", "payments", "billing", "stripe", "paypal",
+    "braintree", "wallet", "sanitizer", "sanitize", "csrf", "keystore", "keychain", "vault",
+})
+_SENSITIVE_STEMS = ("authent", "authori", "crypt", "encrypt", "decrypt", "passw", "credential", "payment")
+_MIGRATION_DIRS = frozenset({"migrations", "migration", "migrate", "alembic", "flyway", "liquibase"})
+
+
+_ALNUM = re.compile(r"[A-Za-z0-9]+")
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
+
+
+def _tokens(text: str) -> list[str]:
+    """Lower-case words of an identifier or a line: ``getAuthToken_v2`` -> get, auth, token, v2."""
+    words: list[str] = []
+    for run in _ALNUM.findall(text):
+        words.extend(w.lower() for w in _WORD.findall(run))
+    return words
+
+
+def path_rule(path: str, extra: Sequence[str] = ()) -> str | None:
+    """The high-risk rule ``path`` falls under, in words, or None."""
+    low = path.lower()
+    parts = low.split("/")
+    name = parts[-1]
+    if name in _CI_FILES or low.startswith(_CI_DIRS):
+        return "CI configuration"
+    if name in _AGENT_FILES or any(p in _AGENT_DIRS for p in parts[:-1]):
+        return "agent configuration"
+    if name in _MANIFESTS or name.endswith(_MANIFEST_SUFFIXES) or _REQUIREMENTS.match(name):
+        return "a dependency manifest or lockfile"
+    if name in _GIT_FILES:
+        return f"git configuration ({name})"
+    if name == "security.md":
+        return "the security policy (SECURITY.md)"
+    if any(p in _MIGRATION_DIRS for p in parts[:-1]) or "migration" in name:
+        return "a database migration"
+    if extra and _matches(path, extra):
+        return "a configured high-risk path (reviewer.high_risk_paths)"
+    if is_doc(path):
+        return None
+    original = path.split("/")
+    stem = original[-1].rsplit(".", 1)[0] if "." in original[-1].lstrip(".") else original[-1]
+    for word in _tokens("/".join([*original[:-1], stem])):
+        if word in _SENSITIVE_WORDS or word.startswith(_SENSITIVE_STEMS):
+            return f"auth, security, crypto or payment code ({word})"
+    return None
+
+
+def _matches(path: str, patterns: Sequence[str]) -> bool:
+    from gitpilot.context.sources import matches
+
+    return matches(path, patterns)
+
+
+# -- changed lines --------------------------------------------------------------------------
+# (label, word-token phrases): a phrase matches consecutive tokens of the line.
+_PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("a password", ("password", "passwords", "passwd", "passphrase")),
+    ("a secret", ("secret", "secrets", "client secret", "private key", "api key", "apikey", "access key",
+                  "access token", "refresh token", "auth token", "bearer", "credential", "credentials")),
+    ("cryptography", ("crypto", "cryptography", "cipher", "encrypt", "decrypt", "encryption", "decryption",
+                      "hmac", "bcrypt", "scrypt", "pbkdf2", "argon2", "aes", "rsa", "ecdsa", "ed25519",
+                      "nacl", "openssl")),
+    ("payments", ("payment", "payments", "billing", "stripe", "paypal", "braintree", "credit card",
+                  "card number", "cvv", "iban")),
+    ("authentication", ("authenticate", "authentication", "authorize", "authorization", "oauth", "jwt",
+                        "saml", "csrf", "xsrf", "session cookie")),
+    ("running a process", ("subprocess", "child process", "popen", "os system", "shell true",
+                           "exec command", "process builder", "get runtime", "spawn sync", "exec sync",
+                           "exec file")),
+    ("HTML injection", ("inner html", "outer html", "document write", "v html", "mark safe",
+                        "html safe", "bypass security trust")),
+    ("unsafe deserialization", ("pickle load", "pickle loads", "yaml load", "marshal loads",
+                                "unserialize")),
+    ("disabled certificate checks", ("verify false", "reject unauthorized", "insecure skip verify",
+                                     "cert none", "check hostname false")),
+)
+# SQL DDL: upper-case keywords anywhere (the SQL convention; "create user" in prose is not DDL),
+# any case in .sql files.
+_DDL_TEXT = (r"\b(CREATE|ALTER|DROP|TRUNCATE)\s+(TABLE|INDEX|UNIQUE INDEX|DATABASE|SCHEMA|VIEW|TRIGGER|"
+             r"FUNCTION|PROCEDURE|USER|ROLE|SEQUENCE|TYPE|EXTENSION)\b"
+             r"|\b(GRANT|REVOKE)\s+[\w ,]+?\s+(ON|TO|FROM)\b")
+_DDL = re.compile(_DDL_TEXT)
+_DDL_ANY_CASE = re.compile(_DDL_TEXT, re.IGNORECASE)
+_SQL_EXTENSIONS = (".sql", ".ddl", ".psql", ".pgsql", ".mysql")
+_DYNAMIC = re.compile(r"(?<![\w.$])(eval|exec)\s*\(|\bnew\s+Function\s*\(|\b__import__\s*\(")
+
+
+def _phrase_index() -> dict[str, list[tuple[tuple[str, ...], str]]]:
+    index: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for label, phrases in _PHRASES:
+        for phrase in phrases:
+            words = tuple(phrase.split())
+            index.setdefault(words[0], []).append((words, label))
+    return index
+
+
+_INDEX = _phrase_index()
+
+
+def line_rule(text: str, extra: Sequence[str] = (), sql: bool = False) -> str | None:
+    """The sensitive thing a changed line mentions, in words, or None (``sql``: a .sql file)."""
+    words = _tokens(text)
+    for i, word in enumerate(words):
+        for phrase, label in _INDEX.get(word, ()):
+            if tuple(words[i : i + len(phrase)]) == phrase:
+                return f"{label} ({' '.join(phrase)})"
+    m = (_DDL_ANY_CASE if sql else _DDL).search(text)
+    if m:
+        return f"SQL DDL ({' '.join(m.group(0).split()[:2]).upper()})"
+    m = _DYNAMIC.search(text)
+    if m:
+        return f"dynamic code execution ({m.group(0).rstrip('( ').strip()})"
+    for keyword in extra:
+        if keyword.strip() and _keyword_re(keyword).search(text):
+            return f"a configured high-risk keyword ({keyword.strip()})"
+    if contains_secret(text):
+        return "a credential in a known token format"
+    return None
+
+
+def _keyword_re(keyword: str) -> re.Pattern[str]:
+    k = keyword.strip()
+    left = r"(?<![A-Za-z0-9_])" if re.match(r"\w", k) else ""
+    right = r"(?![A-Za-z0-9_])" if re.search(r"\w$", k) else ""
+    return re.compile(left + re.escape(k) + right, re.IGNORECASE)
+
+
+def line_findings(path: str, lines: Iterable[tuple[str, int, str]],
+                  extra: Sequence[str] = ()) -> Finding | None:
+    """The first changed line of a non-documentation file that mentions something sensitive."""
+    if is_doc(path):
+        return None
+    sql = path.lower().endswith(_SQL_EXTENSIONS)
+    for _origin, number, text in lines:
+        rule = line_rule(text, extra, sql)
+        if rule is not None:
+            return Finding(path, number, rule)
+    return None
