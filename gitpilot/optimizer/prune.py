@@ -37,7 +37,15 @@ from gitpilot.errors import PilotError
 from gitpilot.gitrun import clean_env, run_git
 from gitpilot.optimizer import prune_json
 from gitpilot.optimizer.prune_evidence import Evidence, normalize_server, read_claude, read_codex
-from gitpilot.optimizer.receipts import APPLIED, ROLLED_BACK, Receipt, Receipts, read_bytes, write_atomic
+from gitpilot.optimizer.receipts import (
+    APPLIED,
+    FAILED,
+    ROLLED_BACK,
+    Receipt,
+    Receipts,
+    read_bytes,
+    write_atomic,
+)
 
 DEFAULT_MIN_SESSIONS = 5
 CODEX_TIMEOUT = 60
@@ -559,7 +567,12 @@ def apply(root: Path, name: str, home: Path | None = None) -> Receipt:
     receipt = store.record(
         name, p.file, original, new, f"{p.change} in {_rel(p.file, root)}", _missing_dirs(root, p.file)
     )
-    write_atomic(p.file, new)
+    try:
+        write_atomic(p.file, new)
+    except OSError as exc:
+        receipt.state, receipt.note = FAILED, f"could not write: {exc}"
+        store.save(receipt)
+        raise PilotError(f"could not write {_rel(p.file, root)}: {exc}; nothing was changed") from exc
     if p.agent == "codex":
         problem = validate_codex(root, p)
         if problem:

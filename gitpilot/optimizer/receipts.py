@@ -27,6 +27,7 @@ from gitpilot.errors import PilotError
 APPLIED = "applied"
 ROLLED_BACK = "rolled back"
 UNDONE = "undone"
+FAILED = "not applied"
 
 
 def sha256(data: bytes | None) -> str:
@@ -198,6 +199,19 @@ class Receipts:
             self.save(receipt)
             return receipt
         if now != receipt.new_sha256:
+            later = [
+                r.id
+                for r in self.all()
+                if r.file == receipt.file
+                and r.state == APPLIED
+                and r.id != receipt.id
+                and r.new_sha256 == now
+            ]
+            if later:
+                raise PilotError(
+                    f"{path} was changed again by {later[-1]}; undo that first "
+                    f"(`git pilot optimize undo {later[-1]}`), then {receipt.id}"
+                )
             keep = (
                 f"the original bytes are in {self.original_path(receipt.id)}"
                 if receipt.existed
