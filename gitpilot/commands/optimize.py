@@ -75,14 +75,14 @@ def _repo() -> Any:
 @click.argument("agent", type=AGENTS)
 def enable_command(agent: str) -> int:
     """Add git pilot's hooks to the agent's local settings."""
-    return run_enable(Path.cwd())
+    return run_enable()
 
 
 @command.command("disable")
 @click.argument("agent", type=AGENTS)
 def disable_command(agent: str) -> int:
     """Remove exactly the hooks that enable added."""
-    return run_disable(Path.cwd())
+    return run_disable()
 
 
 @command.command("learned")
@@ -105,7 +105,7 @@ def _settings(root: Path) -> Any:
     return hookfast.settings_from(hookfast.read_toml(str(root)))
 
 
-def run_enable(cwd: Path) -> int:
+def run_enable() -> int:
     from gitpilot.optimizer import claude_hooks
     from gitpilot.output import out
 
@@ -123,7 +123,7 @@ def run_enable(cwd: Path) -> int:
     return 0
 
 
-def run_disable(cwd: Path) -> int:
+def run_disable() -> int:
     from gitpilot.optimizer import claude_hooks
     from gitpilot.output import out
 
