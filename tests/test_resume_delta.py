@@ -28,15 +28,20 @@ def _sessions(fakes: FakeAgents) -> list[list[str]]:
     return [a for a in fakes.argvs("claude") if "-p" in a or "--bg" in a]
 
 
-def _started(repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-             ) -> str:
+def _started(
+    repo: Path,
+    fakes: FakeAgents,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> str:
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 0, res.err
     return str(session_record(repo, tid_of(TASK))["sessions"][-1]["session_id"])
 
 
 def test_unchanged_context_gets_a_short_continuation_on_the_same_session(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     sid = _started(repo, fakes, monkeypatch, capsys)
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 0, res.err
@@ -52,7 +57,8 @@ def test_unchanged_context_gets_a_short_continuation_on_the_same_session(
 
 
 def test_resume_by_task_prefix_or_session_id_is_the_same_continuation(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     sid = _started(repo, fakes, monkeypatch, capsys)
     for ident in (tid_of(TASK)[:10], sid):
         res = pilot(repo, "resume", ident, monkeypatch=monkeypatch, capsys=capsys)
@@ -63,11 +69,13 @@ def test_resume_by_task_prefix_or_session_id_is_the_same_continuation(
 
 
 def test_changed_context_gets_a_delta_with_exactly_the_changed_sections(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     sid = _started(repo, fakes, monkeypatch, capsys)
     new_speed = "## Spin speed\n\nThe spin speed is set in `widgets/speed.py` and capped at 12000 rpm.\n"
     edited = WIDGETS_MD.replace(
-        "## Spin speed\n\nThe spin speed is set in `widgets/speed.py` and capped at 9000 rpm.\n", new_speed)
+        "## Spin speed\n\nThe spin speed is set in `widgets/speed.py` and capped at 9000 rpm.\n", new_speed
+    )
     edited = edited.replace("## Colours\n\nWidgets come in red and blue.\n", "")
     (repo / "docs/widgets.md").write_text(edited)
     gadgets = (repo / "docs/gadgets.md").read_text().replace("50 Hz", "60 Hz")
@@ -97,19 +105,23 @@ def test_changed_context_gets_a_delta_with_exactly_the_changed_sections(
 
 
 def test_delta_is_served_from_the_working_tree_even_before_a_commit_and_never_stale(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _started(repo, fakes, monkeypatch, capsys)
     (repo / "CLAUDE.md").write_text((repo / "CLAUDE.md").read_text().replace("`pytest -q`", "`pytest -q -x`"))
     pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     delta = (repo / ".git" / "pilot" / f"delta-{tid_of(TASK)}.md").read_text()
-    assert "Run the tests with `pytest -q -x` before every commit." in delta  # instruction file: given in full
+    assert (
+        "Run the tests with `pytest -q -x` before every commit." in delta
+    )  # instruction file: given in full
     git(repo, "commit", "-qam", "tests: stop at the first failure")
     pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert "unchanged" in _sessions(fakes)[-1][-1]  # committing changed no text
 
 
 def test_no_record_of_what_the_session_read_sends_the_capsule(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     sid = _started(repo, fakes, monkeypatch, capsys)
     from gitpilot.repo import Repo
     from gitpilot.tasks.session import update_session
@@ -124,7 +136,8 @@ def test_no_record_of_what_the_session_read_sends_the_capsule(
 
 
 def test_background_resume_forks_and_the_new_session_id_is_read_back_and_recorded(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (repo / ".gitpilot.toml").write_text('[agent]\nmode = "background"\n')
     git(repo, "add", ".gitpilot.toml")
     git(repo, "commit", "-qm", "background sessions")
@@ -153,7 +166,8 @@ def test_background_resume_forks_and_the_new_session_id_is_read_back_and_recorde
 
 
 def test_an_idle_background_session_is_stopped_before_it_is_resumed(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (repo / ".gitpilot.toml").write_text('[agent]\nmode = "background"\n')
     pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     short = session_record(repo, tid_of(TASK))["sessions"][-1]["short_id"]
@@ -169,7 +183,8 @@ def test_an_idle_background_session_is_stopped_before_it_is_resumed(
 
 
 def test_a_background_session_still_working_is_never_resumed_into_a_copy(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (repo / ".gitpilot.toml").write_text('[agent]\nmode = "background"\n')
     pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     before = len(_sessions(fakes))
@@ -180,7 +195,8 @@ def test_a_background_session_still_working_is_never_resumed_into_a_copy(
 
 
 def test_a_cli_that_cannot_resume_gets_the_delta_path_and_the_command_for_the_user(
-        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     fakes = install(tmp_path, monkeypatch)
     sid = _started(repo, fakes, monkeypatch, capsys)
     monkeypatch.setenv("FAKE_AGENT_HIDE", "--resume")  # another claude, without --resume
@@ -198,7 +214,8 @@ def test_a_cli_that_cannot_resume_gets_the_delta_path_and_the_command_for_the_us
 
 
 def test_a_session_the_cli_no_longer_knows_is_replaced_by_a_new_one_with_the_capsule(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     sid = _started(repo, fakes, monkeypatch, capsys)
     fakes.save_state({"sessions": {}, "jobs": []})  # the CLI's history is gone
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
@@ -211,7 +228,8 @@ def test_a_session_the_cli_no_longer_knows_is_replaced_by_a_new_one_with_the_cap
 
 
 def test_a_quota_resume_note_is_put_before_the_continuation(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _started(repo, fakes, monkeypatch, capsys)
     monkeypatch.setenv("GIT_PILOT_RESUME_REASON", "quota")
     monkeypatch.setenv("GIT_PILOT_RESUME_NOTE", "The usage limit has reset.")
@@ -222,7 +240,8 @@ def test_a_quota_resume_note_is_put_before_the_continuation(
 
 
 def test_resume_of_an_unknown_id_is_one_clear_error(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     res = pilot(repo, "resume", "deadbeef", monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 1
     assert res.err.strip() == "git pilot: no task or session 'deadbeef' (see git pilot status)"

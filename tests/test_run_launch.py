@@ -37,7 +37,8 @@ def _launch(fakes: FakeAgents) -> list[str]:
 
 
 def test_launch_sends_a_short_prompt_pointing_at_the_capsule_with_the_allow_list(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 0, res.err
     tid = tid_of(TASK)
@@ -57,7 +58,8 @@ def test_launch_sends_a_short_prompt_pointing_at_the_capsule_with_the_allow_list
 
 
 def test_agent_gets_the_task_id_in_its_environment_and_runs_in_the_worktree(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("GIT_INDEX_FILE", "/nonexistent/index")  # as inside a git hook
     pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     call = [c for c in fakes.calls("claude") if "-p" in c["argv"]][0]
@@ -67,7 +69,8 @@ def test_agent_gets_the_task_id_in_its_environment_and_runs_in_the_worktree(
 
 
 def test_every_launched_argv_and_the_session_manifest_are_in_the_task_record(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     tid = tid_of(TASK)
     record = session_record(repo, tid)
@@ -93,7 +96,8 @@ def test_every_launched_argv_and_the_session_manifest_are_in_the_task_record(
 
 
 def test_dry_run_prints_the_capsule_path_and_the_exact_command_and_launches_nothing(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     res = pilot(repo, "run", "--dry-run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 0
     tid = tid_of(TASK)
@@ -101,11 +105,14 @@ def test_dry_run_prints_the_capsule_path_and_the_exact_command_and_launches_noth
     argv = shlex.split(res.out.split("would run: ", 1)[1])  # the prompt spans lines, quoted
     assert Path(argv[0]).name == "claude" and argv[-1].startswith("git pilot task ")
     assert fakes.argvs("claude") == []  # only --help/--version probes ran
-    assert "launches" not in json.dumps(session_record(repo, tid)) or not session_record(repo, tid)["launches"]
+    assert (
+        "launches" not in json.dumps(session_record(repo, tid)) or not session_record(repo, tid)["launches"]
+    )
 
 
 def test_without_claude_installed_run_says_so_in_one_line_and_prints_the_command(
-        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     install(tmp_path, monkeypatch, agents=("codex",))
     monkeypatch.setenv("PATH", str(tmp_path / "fake-bin") + ":/usr/bin:/bin")
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
@@ -119,8 +126,12 @@ def test_without_claude_installed_run_says_so_in_one_line_and_prints_the_command
 
 
 def test_task_file_is_read_verbatim_and_a_changed_text_is_a_new_task_with_a_new_session(
-        repo: Path, fakes: FakeAgents, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path,
+    fakes: FakeAgents,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     task_file = tmp_path / "task.md"
     task_file.write_text(TASK + "\n")
     pilot(repo, "run", "--task-file", str(task_file), monkeypatch=monkeypatch, capsys=capsys)
@@ -132,12 +143,15 @@ def test_task_file_is_read_verbatim_and_a_changed_text_is_a_new_task_with_a_new_
     assert f"task text changed since task {first[:12]}" in res.out
     launches = [a for a in fakes.argvs("claude") if "-p" in a]
     assert len(launches) == 2 and all("--resume" not in a for a in launches)  # a new session, not a resume
-    assert session_record(repo, second)["sessions"][0]["session_id"] != session_record(repo, first)["sessions"][0][
-        "session_id"]
+    assert (
+        session_record(repo, second)["sessions"][0]["session_id"]
+        != session_record(repo, first)["sessions"][0]["session_id"]
+    )
 
 
 def test_leanloop_disabled_sends_the_plain_prompt_naming_every_context_file(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (repo / ".gitpilot.toml").write_text("[leanloop]\nenabled = false\n")
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 0, res.err
@@ -150,7 +164,8 @@ def test_leanloop_disabled_sends_the_plain_prompt_naming_every_context_file(
 
 
 def test_a_failed_launch_is_recorded_with_the_cli_failure_as_a_blocker(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     fakes.rule("claude", ["-p"], sample="cli-help/claude-p-noauth-json.txt")
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 1
@@ -163,7 +178,8 @@ def test_a_failed_launch_is_recorded_with_the_cli_failure_as_a_blocker(
 
 
 def test_codex_adapter_launches_codex_exec_and_reads_the_thread_id(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     res = pilot(repo, "run", "--agent", "codex", TASK, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 0, res.err
     argv = fakes.argvs("codex")[0]

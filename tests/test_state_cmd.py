@@ -27,8 +27,9 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeAgents:
 
 
 @pytest.fixture
-def started(repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch,
-            capsys: pytest.CaptureFixture[str]) -> str:
+def started(
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> str:
     assert pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys).code == 0
     return tid_of(TASK)
 
@@ -38,15 +39,34 @@ def _ref_log(repo: Path, tid: str) -> list[str]:
 
 
 def test_state_updates_from_the_agent_environment_each_land_as_one_commit(
-        repo: Path, started: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, started: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("GIT_PILOT_TASK", started)  # as in the agent's session
     before = len(_ref_log(repo, started))
-    res = pilot(repo, "state", "--pr", "42", "--ci", "pending", "--status", "working",
-                monkeypatch=monkeypatch, capsys=capsys)
+    res = pilot(
+        repo,
+        "state",
+        "--pr",
+        "42",
+        "--ci",
+        "pending",
+        "--status",
+        "working",
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
     assert res.code == 0, res.err
     assert res.out.startswith(f"{started[:12]}  working · PR #42 · CI pending")
-    pilot(repo, "state", "--ci", "failing", "--blocker", "flaky   network\ntest", monkeypatch=monkeypatch,
-          capsys=capsys)
+    pilot(
+        repo,
+        "state",
+        "--ci",
+        "failing",
+        "--blocker",
+        "flaky   network\ntest",
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
     pilot(repo, "state", "--ci", "passing", "--status", "ready", monkeypatch=monkeypatch, capsys=capsys)
     log = _ref_log(repo, started)
     assert len(log) == before + 3
@@ -55,20 +75,38 @@ def test_state_updates_from_the_agent_environment_each_land_as_one_commit(
     assert state["pr"] == 42 and state["ci"] == "passing" and state["status"] == "ready"
     assert state["blockers"] == ["flaky network test"]
     # Orchestration facts only.
-    assert set(state) <= {"status", "sessions", "pr", "ci", "blockers", "review_rounds_used", "planned",
-                          "quota_wait", "agent", "updated"}
+    assert set(state) <= {
+        "status",
+        "sessions",
+        "pr",
+        "ci",
+        "blockers",
+        "review_rounds_used",
+        "planned",
+        "quota_wait",
+        "agent",
+        "updated",
+    }
     pilot(repo, "state", "--clear-blockers", monkeypatch=monkeypatch, capsys=capsys)
     assert state_record(repo, started)["blockers"] == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--ci", "green"], "--ci must be one of passing, failing, pending, not 'green'"),
-    (["--status", "done"], "--status must be one of ready, working, blocked, waiting-quota, not 'done'"),
-    (["--pr", "0"], "--pr must be a positive pull request number, not 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ci", "green"], "--ci must be one of passing, failing, pending, not 'green'"),
+        (["--status", "done"], "--status must be one of ready, working, blocked, waiting-quota, not 'done'"),
+        (["--pr", "0"], "--pr must be a positive pull request number, not 0"),
+    ],
+)
 def test_state_refuses_values_outside_the_vocabulary(
-        repo: Path, started: str, args: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path,
+    started: str,
+    args: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     before = _ref_log(repo, started)
     res = pilot(repo, "state", "--task", started[:8], *args, monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 2
@@ -77,7 +115,8 @@ def test_state_refuses_values_outside_the_vocabulary(
 
 
 def test_state_without_a_task_says_how_to_name_one(
-        repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     res = pilot(repo, "state", "--pr", "3", monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 2 and "--task ID" in res.err
 
@@ -85,8 +124,16 @@ def test_state_without_a_task_says_how_to_name_one(
 def test_concurrent_state_writers_lose_no_fact(repo: Path, started: str) -> None:
     """Eight processes each record a blocker at once: all eight land (compare-and-swap retries)."""
     env = pilot_env({"GIT_PILOT_TASK": started})
-    procs = [subprocess.Popen([sys.executable, "-m", "gitpilot", "state", "--blocker", f"reason {i}"], cwd=repo,
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "gitpilot", "state", "--blocker", f"reason {i}"],
+            cwd=repo,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(8)
+    ]
     threads = [threading.Thread(target=p.communicate) for p in procs]
     for t in threads:
         t.start()
@@ -97,35 +144,64 @@ def test_concurrent_state_writers_lose_no_fact(repo: Path, started: str) -> None
 
 
 def test_status_shows_a_short_summary_per_task_and_json(
-        repo: Path, started: str, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    pilot(repo, "state", "--task", started, "--pr", "7", "--ci", "failing", "--blocker", "review pending",
-          monkeypatch=monkeypatch, capsys=capsys)
+    repo: Path,
+    started: str,
+    fakes: FakeAgents,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pilot(
+        repo,
+        "state",
+        "--task",
+        started,
+        "--pr",
+        "7",
+        "--ci",
+        "failing",
+        "--blocker",
+        "review pending",
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
     res = pilot(repo, "status", monkeypatch=monkeypatch, capsys=capsys)
     sid = session_record(repo, started)["sessions"][-1]["session_id"]
     assert res.out.splitlines() == [
-        f"{started[:12]}  stopped · PR #7 · CI failing · blocked: review pending  [claude {sid[:8]}]  {TASK}"]
+        f"{started[:12]}  stopped · PR #7 · CI failing · blocked: review pending  [claude {sid[:8]}]  {TASK}"
+    ]
     rows = json.loads(pilot(repo, "status", "--json", monkeypatch=monkeypatch, capsys=capsys).out)
     assert rows[0]["task"] == started and rows[0]["pr"] == 7 and rows[0]["session"] == sid
     assert rows[0]["blockers"] == ["review pending"] and rows[0]["title"] == TASK
 
 
 def test_status_shows_a_scheduled_quota_resume(
-        repo: Path, started: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, started: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from gitpilot.repo import Repo
     from gitpilot.tasks.state import update_state
 
-    wait = {"reset_at": "2026-11-30T15:43:00Z", "resume_at": "2026-11-30T15:45:00Z", "session": "s-1",
-            "provider": "claude"}
-    update_state(Repo.discover(repo), started, lambda s: s.update(status="waiting-quota", quota_wait=wait),
-                 "test: quota wait")
+    wait = {
+        "reset_at": "2026-11-30T15:43:00Z",
+        "resume_at": "2026-11-30T15:45:00Z",
+        "session": "s-1",
+        "provider": "claude",
+    }
+    update_state(
+        Repo.discover(repo),
+        started,
+        lambda s: s.update(status="waiting-quota", quota_wait=wait),
+        "test: quota wait",
+    )
     res = pilot(repo, "status", monkeypatch=monkeypatch, capsys=capsys)
-    assert ("waiting-quota — resume scheduled 2026-11-30T15:45:00Z (claude limit resets 2026-11-30T15:43:00Z; "
-            "session s-1)") in res.out
+    assert (
+        "waiting-quota — resume scheduled 2026-11-30T15:45:00Z (claude limit resets 2026-11-30T15:43:00Z; "
+        "session s-1)"
+    ) in res.out
 
 
 def test_stop_stops_a_working_background_session_and_records_it(
-        repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (repo / ".gitpilot.toml").write_text('[agent]\nmode = "background"\n')
     pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
     tid = tid_of(TASK)
@@ -141,7 +217,8 @@ def test_stop_stops_a_working_background_session_and_records_it(
 
 
 def test_stop_cancels_a_pending_quota_ticket_even_when_the_session_is_gone(
-        repo: Path, started: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, started: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from datetime import UTC, datetime
 
     from gitpilot.quota import tickets
@@ -150,9 +227,18 @@ def test_stop_cancels_a_pending_quota_ticket_even_when_the_session_is_gone(
     r = Repo.discover(repo)
     sid = session_record(repo, started)["sessions"][-1]["session_id"]
     now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-    ticket = tickets.new_ticket(project_root=repo, git_dir=r.git_dir, branch="main", task_id=started, session=sid,
-                                provider="claude", reset_at=datetime(2026, 11, 30, 15, 43, tzinfo=UTC),
-                                grace_minutes=2, now=now, task_file=None)
+    ticket = tickets.new_ticket(
+        project_root=repo,
+        git_dir=r.git_dir,
+        branch="main",
+        task_id=started,
+        session=sid,
+        provider="claude",
+        reset_at=datetime(2026, 11, 30, 15, 43, tzinfo=UTC),
+        grace_minutes=2,
+        now=now,
+        task_file=None,
+    )
     tickets.write(r.pilot_dir, ticket)
     assert tickets.pending(r.pilot_dir) is not None
     res = pilot(repo, "stop", sid, monkeypatch=monkeypatch, capsys=capsys)
@@ -162,7 +248,8 @@ def test_stop_cancels_a_pending_quota_ticket_even_when_the_session_is_gone(
 
 
 def test_stop_of_an_unknown_id_is_one_clear_error(
-        repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     res = pilot(repo, "stop", "nosuchtask", monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 1
     assert res.err.strip() == "git pilot: no task or session 'nosuchtask' (see git pilot status)"

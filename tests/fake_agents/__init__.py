@@ -64,9 +64,18 @@ class FakeAgents:
                 job["state"] = job_state
         self.save_state(state)
 
-    def rule(self, agent: str, when: Sequence[str], *, sample: str | None = None, stdout: str = "",
-             stderr: str = "", exit: int | None = None, times: int | None = None,
-             replace: dict[str, str] | None = None) -> None:
+    def rule(
+        self,
+        agent: str,
+        when: Sequence[str],
+        *,
+        sample: str | None = None,
+        stdout: str = "",
+        stderr: str = "",
+        exit: int | None = None,
+        times: int | None = None,
+        replace: dict[str, str] | None = None,
+    ) -> None:
         """Answer calls of ``agent`` whose argv holds every token of ``when`` with a sample."""
         path = self.home / "script.json"
         script = json.loads(path.read_text("utf-8")) if path.exists() else {"rules": []}
@@ -89,8 +98,12 @@ class FakeAgents:
         (self.bindir / agent).unlink(missing_ok=True)
 
 
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agents: Sequence[str] = ("claude", "codex"),
-            hide: Sequence[str] = ()) -> FakeAgents:
+def install(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    agents: Sequence[str] = ("claude", "codex"),
+    hide: Sequence[str] = (),
+) -> FakeAgents:
     """Put fake agents first on PATH; ``hide`` drops help lines/commands (an older CLI)."""
     bindir = tmp_path / "fake-bin"
     home = tmp_path / "fake-home"
@@ -98,7 +111,7 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agents: Sequence[st
     home.mkdir(exist_ok=True)
     for agent in agents:
         shim = bindir / agent
-        shim.write_text(f"#!/bin/sh\nexec {sys.executable} {SCRIPT} {agent} \"$@\"\n")
+        shim.write_text(f'#!/bin/sh\nexec {sys.executable} {SCRIPT} {agent} "$@"\n')
         shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_AGENT_HOME", str(home))

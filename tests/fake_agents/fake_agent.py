@@ -25,9 +25,31 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 TERMINAL_STATES = {"stopped", "failed", "completed", "done", "exited", "killed"}
-CLAUDE_SUBCOMMANDS = {"agents", "stop", "kill", "logs", "attach", "rm", "respawn", "auth", "mcp", "doctor",
-                      "plugin", "plugins", "project", "install", "update", "upgrade", "setup-token",
-                      "ultrareview", "daemon", "config", "migrate-installer", "auto-mode", "gateway"}
+CLAUDE_SUBCOMMANDS = {
+    "agents",
+    "stop",
+    "kill",
+    "logs",
+    "attach",
+    "rm",
+    "respawn",
+    "auth",
+    "mcp",
+    "doctor",
+    "plugin",
+    "plugins",
+    "project",
+    "install",
+    "update",
+    "upgrade",
+    "setup-token",
+    "ultrareview",
+    "daemon",
+    "config",
+    "migrate-installer",
+    "auto-mode",
+    "gateway",
+}
 
 
 def samples_dir() -> Path:
@@ -233,9 +255,17 @@ def claude_background(argv: list[str]) -> int:
         job_state = "failed"  # the real CLI fails later, inside the job
     else:
         state["sessions"][sid] = {"cwd": os.getcwd(), "messages": [argv[-1]], "forked_from": resumed}
-    state["jobs"].append({"id": short, "cwd": os.getcwd(), "kind": "background",
-                          "startedAt": int(time.time() * 1000), "sessionId": sid,
-                          "name": argv[-1][:40], "state": job_state})
+    state["jobs"].append(
+        {
+            "id": short,
+            "cwd": os.getcwd(),
+            "kind": "background",
+            "startedAt": int(time.time() * 1000),
+            "sessionId": sid,
+            "name": argv[-1][:40],
+            "state": job_state,
+        }
+    )
     save_state(state)
     out, err, code = read_sample("cli-help/claude-bg-resume-run.txt")
     return emit(out.replace("ba3743c8", short), err, code)
@@ -287,9 +317,30 @@ def write_transcript(sid: str) -> None:
 def codex_words(argv: list[str]) -> list[str]:
     """The subcommand path (``exec resume``), skipping global options and their values."""
     words: list[str] = []
-    takes_value = {"-c", "--config", "-C", "--cd", "-m", "--model", "-p", "--profile", "-s", "--sandbox",
-                   "-a", "--ask-for-approval", "--enable", "--disable", "-i", "--image", "--base", "-o",
-                   "--output-last-message", "--add-dir", "--remote", "--local-provider"}
+    takes_value = {
+        "-c",
+        "--config",
+        "-C",
+        "--cd",
+        "-m",
+        "--model",
+        "-p",
+        "--profile",
+        "-s",
+        "--sandbox",
+        "-a",
+        "--ask-for-approval",
+        "--enable",
+        "--disable",
+        "-i",
+        "--image",
+        "--base",
+        "-o",
+        "--output-last-message",
+        "--add-dir",
+        "--remote",
+        "--local-provider",
+    }
     skip = False
     for arg in argv:
         if skip:
@@ -308,8 +359,27 @@ def codex(argv: list[str]) -> int:
     if "--version" in argv or "-V" in argv:
         return emit(*read_sample("cli-help/codex-version.txt"))
     words = codex_words(argv)
-    known = {"exec", "review", "resume", "features", "fork", "mcp", "login", "logout", "apply", "sandbox",
-             "doctor", "agents", "queue", "cloud", "completion", "debug", "plugin", "app-server", "help"}
+    known = {
+        "exec",
+        "review",
+        "resume",
+        "features",
+        "fork",
+        "mcp",
+        "login",
+        "logout",
+        "apply",
+        "sandbox",
+        "doctor",
+        "agents",
+        "queue",
+        "cloud",
+        "completion",
+        "debug",
+        "plugin",
+        "app-server",
+        "help",
+    }
     path: list[str] = []
     for w in words:
         if w in known or (path == ["exec"] and w in {"resume", "review", "fork"}) or (path == ["features"]):
@@ -322,13 +392,13 @@ def codex(argv: list[str]) -> int:
             name = "cli-help/codex-help.txt"
         return emit(*help_text(name))
     if path[:1] == ["review"]:
-        if "-C" in argv[argv.index("review"):]:
+        if "-C" in argv[argv.index("review") :]:
             return emit(*read_sample("cli-help/codex-review-C.txt"))
         return emit(*read_sample("cli-help/codex-review-base-mock-success.txt"))
     if path[:2] == ["exec", "review"]:
         return emit(*read_sample("cli-help/codex-exec-review-json-mock-success.txt"))
     if path[:2] == ["features", "list"]:
-        if "-C" in argv[argv.index("list"):]:
+        if "-C" in argv[argv.index("list") :]:
             return emit(*read_sample("cli-help/codex-features-list-C.txt"))
         return emit(*read_sample("cli-help/codex-features-list.txt"))
     if path[:1] == ["exec"] or path[:1] == ["resume"] or not path:
@@ -338,7 +408,7 @@ def codex(argv: list[str]) -> int:
 
 def codex_session(argv: list[str], path: list[str]) -> int:
     state = load_state()
-    rest = codex_words(argv)[len(path):]
+    rest = codex_words(argv)[len(path) :]
     message = rest[-1] if rest else ""
     if "resume" in path:
         sid = rest[0] if rest else ""

@@ -53,11 +53,20 @@ def context_repo(path: Path) -> Path:
     """A repository with a rule file and two documentation files, committed."""
     from conftest import make_repo
 
-    return make_repo(path, {"CLAUDE.md": CLAUDE_MD, "docs/widgets.md": WIDGETS_MD, "docs/gadgets.md": GADGETS_MD,
-                            "widgets/speed.py": "SPEED = 9000\n"})
+    return make_repo(
+        path,
+        {
+            "CLAUDE.md": CLAUDE_MD,
+            "docs/widgets.md": WIDGETS_MD,
+            "docs/gadgets.md": GADGETS_MD,
+            "widgets/speed.py": "SPEED = 9000\n",
+        },
+    )
 
 
-def pilot(repo: Path, *args: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Result:
+def pilot(
+    repo: Path, *args: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Result:
     """Run ``git pilot ARGS`` in-process with ``repo`` as the working directory."""
     from gitpilot.cli import main
 
