@@ -386,7 +386,10 @@ def _candidates(lines: list[str], max_lines: int) -> Iterator[_Group]:
         yield _Group([i for _, _, i in sorted(near)])
     for rest in rests:
         yield _Group(rest)
-    yield _Group(range(len(lines) - 1, -1, -1), contiguous=True)
+    # The tail: where no failure was recognised it is the best guess and fills the budget;
+    # where one was, a few closing lines are enough (the budget is a bound, not a target).
+    tail = len(lines) if not sites else min(len(lines), max(5, max_lines // 6))
+    yield _Group(range(len(lines) - 1, len(lines) - 1 - tail, -1), contiguous=True)
 
 
 def _score(line: str) -> int:
