@@ -34,6 +34,7 @@ STARTUP_PROVIDERS: tuple[str, ...] = (
 )
 
 HISTORY_RECORDS = 200
+HISTORY_MAX_BYTES = 256 * 1024  # then the history is cut back to its last HISTORY_RECORDS lines
 STALE_SECONDS = 14 * 24 * 3600
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
@@ -248,8 +249,18 @@ def _apply(state: dict[str, Any], event: Event, settings: loop.Settings, root: s
 
 
 def _record_turn(common: str, session: str, summary: dict[str, Any] | None) -> None:
-    if summary is not None:
-        statefile.append_line(history_path(common), {"session": session, "at": _now(), **summary})
+    if summary is None:
+        return
+    path = history_path(common)
+    statefile.append_line(path, {"session": session, "at": _now(), **summary})
+    try:
+        too_big = os.path.getsize(path) > HISTORY_MAX_BYTES
+    except OSError:
+        return
+    if too_big:
+        with statefile.locked(path):
+            keep = statefile.tail_lines(path)[-HISTORY_RECORDS:]
+            statefile.replace_text(path, "".join(line + "\n" for line in keep))
 
 
 def update_learned(common: str, changes: list[learn.Change], session: str) -> bool:

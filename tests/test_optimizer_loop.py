@@ -272,3 +272,16 @@ def test_real_samples_parse_without_errors() -> None:
     starts = [e for f in codex for e in CodexRollout().parse(f.read_text().splitlines())
               if e.kind == SESSION_START]
     assert len(starts) == len(codex)
+
+
+def test_the_turn_history_is_kept_bounded(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hookfast, "HISTORY_MAX_BYTES", 2000)
+    monkeypatch.setattr(hookfast, "HISTORY_RECORDS", 10)
+    for t in range(40):
+        hook(git_repo, "UserPromptSubmit", prompt="work")
+        passing(git_repo, f"t{t}")
+        hook(git_repo, "Stop")
+    lines = (git_repo / ".git" / "pilot" / "loops" / "turns.jsonl").read_text().splitlines()
+    assert 10 <= len(lines) < 40  # cut back to the last 10 whenever it passed 2000 bytes
+    assert len("\n".join(lines)) <= 2000
+    assert all(json.loads(line)["streak"] == 0 for line in lines)

@@ -48,6 +48,14 @@ def write_json(path: str, data: Any, *, indent: int | None = None) -> None:
     os.replace(tmp, path)
 
 
+def replace_text(path: str, text: str) -> None:
+    """Replace ``path`` with ``text``, atomically."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
 def append_line(path: str, record: dict[str, Any]) -> None:
     """Append one JSON line (one ``write`` on an ``O_APPEND`` descriptor: lines never interleave)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
