@@ -246,3 +246,22 @@ def test_resume_of_an_unknown_id_is_one_clear_error(
     assert res.code == 1
     assert res.err.strip() == "git pilot: no task or session 'deadbeef' (see git pilot status)"
     assert json.dumps(fakes.argvs("claude")) == "[]"
+
+
+def test_each_delivered_message_is_accounted_in_the_efficiency_ledger(
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _started(repo, fakes, monkeypatch, capsys)
+    pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+    (repo / "docs/widgets.md").write_text(WIDGETS_MD.replace("9000", "9500"))
+    pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+    pilot(repo, "run", "--dry-run", TASK, monkeypatch=monkeypatch, capsys=capsys)  # delivers nothing
+    ledger = repo / ".git" / "pilot" / "efficiency.jsonl"
+    events = [json.loads(line) for line in ledger.read_text().splitlines()]
+    mine = [e for e in events if e["mechanism"] in ("capsule", "continuation", "delta")]
+    assert [e["mechanism"] for e in mine] == ["capsule", "continuation", "delta"]
+    assert all(e["task"] == tid_of(TASK) for e in mine)
+    capsule, continuation, delta = mine
+    assert continuation["delivered"] <= 512
+    assert continuation["delivered"] + continuation["avoided"] > capsule["delivered"] - 10
+    assert 0 < delta["delivered"] < capsule["delivered"] and delta["avoided"] > 0

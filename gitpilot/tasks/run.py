@@ -73,6 +73,8 @@ class _Ctx:
     features: Features
     notify: Notify
     note: str = ""
+    # What the next delivered message saves, for the efficiency ledger: (mechanism, delivered, avoided).
+    ledger: tuple[str, int, int] | None = None
 
     @property
     def leanloop(self) -> bool:
@@ -181,6 +183,8 @@ def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Pat
     planner = bool(_setting(ctx.cfg, "planner.enabled", False))
     prompt = P.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner)
     given = D.session_manifest(ctx.repo.workdir, cap.manifest)
+    sent = cap.capsule_bytes + len(prompt.encode("utf-8"))
+    ctx.ledger = ("capsule", sent, max(0, cap.baseline_bytes - cap.capsule_bytes))
     reused = "reused" if cap.reused else "built"
     line = (f"capsule: {cap.path} ({cap.capsule_bytes} bytes, {reused}; "
             f"full context {cap.baseline_bytes} bytes)")
@@ -273,6 +277,7 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
     update_session(ctx.repo, ctx.tid, opening, f"pilot: {what} starts ({agent}, {inv.mode})")
     ctx.notify(f"starting {agent} ({inv.mode}) for task {ctx.tid[:12]}")
     done = L.execute(ctx.repo, ctx.tid, ctx.adapter, inv, what)
+    _account(ctx)
     outcome = done.outcome
     report.exit_code = outcome.exit_code
     report.agent_output = done.stdout
@@ -282,6 +287,19 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
     report.session_id = sid
     _finish(ctx, sid, outcome.exit_code, outcome.failure, done.stdout + done.stderr, report)
     return report
+
+
+def _account(ctx: _Ctx) -> None:
+    """One efficiency-ledger event for the message just delivered (never fails the run)."""
+    if ctx.ledger is None:
+        return
+    try:
+        from gitpilot.efficiency import record
+    except ImportError:
+        return
+    mechanism, sent, avoided = ctx.ledger
+    ctx.ledger = None
+    record(ctx.repo, mechanism, sent, avoided, task=ctx.tid, agent=ctx.adapter.name)
 
 
 def _session_entry(sid: str | None, short: str | None, agent: str, mode: str, started: str,
@@ -485,8 +503,13 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
     cap = build_capsule(ctx.repo, ctx.text)
     given = D.session_manifest(ctx.repo.workdir, cap.manifest)
     delta = D.compute(given_before, given, cap.manifest, ctx.repo.workdir)
+    assert cap.path is not None
+    planner = bool(_setting(ctx.cfg, "planner.enabled", False))
+    # What a fresh start would send instead: the capsule and its launch prompt.
+    fresh = cap.capsule_bytes + len(P.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner).encode())
     if delta.empty:
         message = P.continuation(ctx.tid, ctx.note)
+        ctx.ledger = ("continuation", len(message.encode()), max(0, fresh - len(message.encode())))
         line = f"context unchanged: continuation ({len(message.encode())} bytes)"
         return message, "continuation", given, [line], None
     path = ctx.repo.worktree_pilot_dir / f"delta-{ctx.tid}.md"
@@ -497,6 +520,8 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
     os.replace(tmp, path)
     nsrc, nsec = delta.counts()
     message = P.delta_message(ctx.tid, path, nsrc, nsec, ctx.note)
+    sent = len(body) + len(message.encode())
+    ctx.ledger = ("delta", sent, max(0, fresh - sent))
     line = (f"context changed: delta {path} ({len(body)} bytes, {nsrc} source(s), {nsec} section(s); "
             f"capsule {cap.capsule_bytes} bytes)")
     return message, "delta", given, [line], path
