@@ -122,9 +122,31 @@ def path_rule(path: str, extra: Sequence[str] = ()) -> str | None:
 
 
 def _matches(path: str, patterns: Sequence[str]) -> bool:
-    from gitpilot.context.sources import matches
+    return any(_glob(p).match(path) for p in patterns if p.strip().strip("/"))
 
-    return matches(path, patterns)
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A gitignore-like pattern: no inner slash matches at any depth; a trailing slash means a
+    directory (everything under it); ``**`` spans directories; a bare name also covers its contents."""
+    pat = pattern.strip()
+    directory = pat.endswith("/")
+    pat = pat.rstrip("/")
+    anchored = "/" in pat
+    pat = pat.lstrip("/")
+    body = []
+    i = 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            body.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            body.append(".*")
+            i += 2
+        else:
+            body.append({"*": "[^/]*", "?": "[^/]"}.get(pat[i], re.escape(pat[i])))
+            i += 1
+    tail = "/.*" if directory else "(?:/.*)?"
+    return re.compile(("^" if anchored else "^(?:.*/)?") + "".join(body) + tail + "$", re.IGNORECASE)
 
 
 # -- changed lines --------------------------------------------------------------------------
