@@ -253,3 +253,53 @@ def test_stop_of_an_unknown_id_is_one_clear_error(
     res = pilot(repo, "stop", "nosuchtask", monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 1
     assert res.err.strip() == "git pilot: no task or session 'nosuchtask' (see git pilot status)"
+
+
+def test_a_running_session_blocks_a_second_copy_and_stop_ends_it(
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    tid = tid_of(TASK)
+    env = pilot_env({"FAKE_AGENT_SLEEP": "60"})
+    first = subprocess.Popen(
+        [sys.executable, "-m", "gitpilot", "run", TASK],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not any("-p" in a for a in fakes.argvs("claude")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+        assert res.code == 1 and "its session is still running (pid " in res.err
+        res = pilot(repo, "stop", tid[:12], monkeypatch=monkeypatch, capsys=capsys)
+        assert res.code == 0, res.err
+        assert "stopped the session process (pid " in res.out
+        first.wait(timeout=20)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert state_record(repo, tid)["status"] == "stopped"
+    assert state_record(repo, tid)["blockers"] == []
+    assert len([a for a in fakes.argvs("claude") if "-p" in a]) == 1  # no copy was started
+
+
+def test_interactive_mode_runs_the_cli_on_the_terminal_with_a_chosen_session_id(
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / ".gitpilot.toml").write_text('[agent]\nmode = "interactive"\n')
+    res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+    assert res.code == 0, res.err
+    argv = [a for a in fakes.argvs("claude") if a[-1].startswith("git pilot task")][0]
+    assert "-p" not in argv and "--bg" not in argv
+    sid = argv[argv.index("--session-id") + 1]
+    assert session_record(repo, tid_of(TASK))["sessions"][-1]["session_id"] == sid
+    assert not (repo / ".git" / "pilot" / "run" / f"{tid_of(TASK)}.json").exists()
+    res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+    resumed = [a for a in fakes.argvs("claude") if "--resume" in a][0]
+    assert "-p" not in resumed and resumed[resumed.index("--resume") + 1] == sid

@@ -344,6 +344,8 @@ def _background_started(ctx: _Ctx, inv: Invocation, report: Report, given: dict[
 def _finish(ctx: _Ctx, sid: str | None, code: int, failure: str | None, output: str, report: Report) -> None:
     """Record how the session ended; a failure is classified (quota, auth, ...) by the quota part."""
     status, blocker = "stopped", None
+    if code < 0:  # ended by a signal: git pilot stop (or the user) stopped it; not a failure
+        failure = None
     if failure is not None:
         status, blocker = "failed", failure
         stop = _classify_stop(ctx, sid, output)

@@ -287,6 +287,7 @@ def claude_session(argv: list[str]) -> int:
         state["sessions"][sid] = {"cwd": os.getcwd(), "messages": [message], "forked_from": None}
     save_state(state)
     write_transcript(sid)
+    time.sleep(float(os.environ.get("FAKE_AGENT_SLEEP") or 0))  # a session that takes a while
     if not printing:
         return 0
     fmt = option_value(argv, "--output-format") or "text"
