@@ -223,12 +223,14 @@ HIGH_RISK_LINES = [
     ('q = "CREATE TABLE users (id int)"\n', "SQL DDL (CREATE TABLE)"),
     ("c = Cipher(algorithms.AES(k), modes.GCM(iv))\n", "cryptography (cipher)"),
     ("charge = stripe.Charge.create(amount=1)\n", "payments"),
-    ('TOKEN = "ghp_' + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + '"\n', "a credential in a known token format"),
+    ('TOKEN = "ghp_' + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + '"\n',
+     "a credential in a known token format"),
 ]
 
 
 @pytest.mark.parametrize(("line", "rule"), HIGH_RISK_LINES)
-def test_a_changed_code_line_with_a_sensitive_keyword_is_high_risk(tmp_path: Path, line: str, rule: str) -> None:
+def test_a_changed_code_line_with_a_sensitive_keyword_is_high_risk(tmp_path: Path, line: str,
+                                                                   rule: str) -> None:
     repo = feature(tmp_path)
     write(repo, "src/app.py", "def main():\n    return 1\n" + line)
     b = budget(repo)
@@ -366,13 +368,15 @@ def test_review_budget_command_text_and_json_are_deterministic(tmp_path: Path) -
     write(repo, "src/app.py", "import subprocess\n")
     write(repo, "package.json", "{}\n")
     write(repo, "docs/guide.md", "# Guide\n\nchanged\n")
-    runs = [run_pilot("review-budget", "--json", cwd=repo, env={"PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    runs = [run_pilot("review-budget", "--json", cwd=repo, env={"PYTHONHASHSEED": seed})
+            for seed in ("1", "2")]
     assert runs[0].returncode == 0, runs[0].stderr
     assert runs[0].stdout == runs[1].stdout
     data = json.loads(runs[0].stdout)
     assert (data["class"], data["rounds"], data["base"]) == ("high-risk", 2, "main")
-    assert data["high_risk"] == ["high-risk: package.json is a dependency manifest or lockfile",
-                                 "high-risk: src/app.py:1 changes a line mentioning running a process (subprocess)"]
+    assert data["high_risk"] == [
+        "high-risk: package.json is a dependency manifest or lockfile",
+        "high-risk: src/app.py:1 changes a line mentioning running a process (subprocess)"]
     text = run_pilot("review-budget", cwd=repo)
     assert text.stdout.splitlines()[0].startswith("review budget: 2 round(s) · high-risk · against main")
     assert "  high-risk: package.json is a dependency manifest or lockfile" in text.stdout.splitlines()
