@@ -186,3 +186,33 @@ def test_codex_adapter_launches_codex_exec_and_reads_the_thread_id(
     assert argv[:2] == ["exec", "--json"]
     thread = session_record(repo, tid_of(TASK))["sessions"][-1]["session_id"]
     assert thread in fakes.state()["sessions"]
+
+
+def test_a_short_rate_limit_is_retried_once_on_the_same_session(
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GIT_PILOT_RETRY_SECONDS", "0")
+    sample_session = "01826823-e0d3-4ff0-a383-9402c160e32d"  # the session id the captured 429 names
+    fakes.add_session(sample_session)
+    fakes.rule("claude", ["-p"], sample="cli-help/claude-p-mock-429-apikey.txt", times=1)
+    res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+    assert res.code == 0, res.out + res.err
+    assert "retrying once" in res.out
+    retry = [a for a in fakes.argvs("claude") if "--resume" in a]
+    assert len(retry) == 1 and retry[0][retry[0].index("--resume") + 1] == sample_session
+    state = state_record(repo, tid_of(TASK))
+    assert state["status"] == "stopped" and state["blockers"] == []
+
+
+def test_a_quota_stop_without_automatic_resume_says_when_the_limit_resets_and_blocks(
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GIT_PILOT_NOW", "2026-11-30T12:26:00Z")
+    fakes.rule("claude", ["-p"], sample="cli-help/claude-p-mock-429-oauth-five_hour.txt")
+    res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+    assert res.code == 1
+    assert "quota exhausted; the limit resets at 2026-11-30T15:43" in res.out
+    assert "Automatic resume is off" in res.out
+    state = state_record(repo, tid_of(TASK))
+    assert state["status"] == "blocked" and any("quota exhausted" in b for b in state["blockers"])
+    assert [a for a in fakes.argvs("claude") if "--resume" in a] == []  # a quota stop is not retried

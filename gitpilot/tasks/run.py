@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ TERMINAL = frozenset({"stopped", "failed", "completed", "complete", "done", "fin
                       "cancelled", "canceled", "error", "dead"})
 ACTIVE = frozenset({"working", "running", "busy", "starting", "thinking", "streaming"})
 DEFAULT_AGENT = "claude"
+RETRY_SECONDS = 30.0  # the short pause before retrying a rate-limited (not quota) session once
 
 Notify = Callable[[str], None]
 
@@ -75,6 +77,7 @@ class _Ctx:
     note: str = ""
     # What the next delivered message saves, for the efficiency ledger: (mechanism, delivered, avoided).
     ledger: tuple[str, int, int] | None = None
+    retried: bool = False  # a short rate limit is retried once per command
 
     @property
     def leanloop(self) -> bool:
@@ -285,7 +288,18 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
         return _background_started(ctx, inv, report, given, done, forked_from, started)
     sid = outcome.session_id or inv.session_id
     report.session_id = sid
-    _finish(ctx, sid, outcome.exit_code, outcome.failure, done.stdout + done.stderr, report)
+    modes = ctx.adapter.resume_modes(ctx.features)
+    retry_mode: Mode | None = inv.mode if inv.mode in modes else ("print" if "print" in modes else None)
+    if _finish(ctx, sid, outcome.exit_code, outcome.failure, done.stdout + done.stderr, report,
+               can_retry=bool(sid) and retry_mode is not None):
+        assert sid is not None and retry_mode is not None
+        ctx.retried = True
+        time.sleep(_retry_pause())
+        again = ctx.adapter.resume(sid, P.continuation(ctx.tid, "The rate limit has passed."), retry_mode,
+                                   ctx.features, P.ALLOWED_TOOLS)
+        if again is not None:
+            report.command = again.shell()
+            return _start(ctx, again, report, None, task_file=None, forked_from=sid, what="retry")
     return report
 
 
@@ -341,18 +355,25 @@ def _background_started(ctx: _Ctx, inv: Invocation, report: Report, given: dict[
     return report
 
 
-def _finish(ctx: _Ctx, sid: str | None, code: int, failure: str | None, output: str, report: Report) -> None:
-    """Record how the session ended; a failure is classified (quota, auth, ...) by the quota part."""
+def _finish(ctx: _Ctx, sid: str | None, code: int, failure: str | None, output: str, report: Report,
+            can_retry: bool = False) -> bool:
+    """Record how the session ended; a failure is classified (quota, auth, ...) by the quota part.
+
+    Returns True when the stop was a short rate limit that should be retried once (nothing is
+    recorded as a blocker then).
+    """
     status, blocker = "stopped", None
+    retry = False
     if code < 0:  # ended by a signal: git pilot stop (or the user) stopped it; not a failure
         failure = None
     if failure is not None:
         status, blocker = "failed", failure
         stop = _classify_stop(ctx, sid, output)
         if stop is not None:
-            status = {"retry": "blocked"}.get(stop.status, stop.status)
-            blocker = None if stop.status == "waiting-quota" else stop.message
-            report.lines.append(stop.message)
+            retry = stop.status == "retry" and can_retry and not ctx.retried
+            status = {"retry": "working" if retry else "blocked"}.get(stop.status, stop.status)
+            blocker = None if stop.status == "waiting-quota" or retry else stop.message
+            report.lines.append(stop.message + (f"; retrying once in {_retry_pause():g}s" if retry else ""))
         else:
             report.lines.append(f"{ctx.adapter.name} failed: {failure}")
     ended = L.now_iso()
@@ -377,6 +398,14 @@ def _finish(ctx: _Ctx, sid: str | None, code: int, failure: str | None, output: 
         state["updated"] = ended
 
     update_session(ctx.repo, ctx.tid, record, f"pilot: session ended (exit {code})")
+    return retry
+
+
+def _retry_pause() -> float:
+    try:
+        return max(0.0, float(os.environ.get("GIT_PILOT_RETRY_SECONDS", "") or RETRY_SECONDS))
+    except ValueError:
+        return RETRY_SECONDS
 
 
 def _classify_stop(ctx: _Ctx, sid: str | None, output: str) -> Any:
