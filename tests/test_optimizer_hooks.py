@@ -292,3 +292,22 @@ def test_session_start_injects_the_source_map_only_when_enabled(git_repo: Path) 
     context = json.loads(on.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("# Source map")
     assert "pkg/\n  calc.py: add(), Calculator" in context
+
+
+def test_enable_keeps_the_settings_file_out_of_commits_and_disable_undoes_it(git_repo: Path) -> None:
+    exclude = git_repo / ".git" / "info" / "exclude"
+    before = exclude.read_bytes() if exclude.exists() else b""
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    assert git(git_repo, "status", "--porcelain") == ""  # the new file is ignored, not untracked
+    assert run_pilot("optimize", "disable", "claude", cwd=git_repo).returncode == 0
+    assert (exclude.read_bytes() if exclude.exists() else b"") == before
+
+
+def test_enable_leaves_ignore_rules_alone_when_the_file_is_already_ignored(git_repo: Path) -> None:
+    (git_repo / ".gitignore").write_text(".claude/settings.local.json\n")
+    git(git_repo, "add", ".gitignore")
+    git(git_repo, "commit", "-q", "-m", "ignore")
+    exclude = git_repo / ".git" / "info" / "exclude"
+    before = exclude.read_bytes() if exclude.exists() else b""
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    assert (exclude.read_bytes() if exclude.exists() else b"") == before

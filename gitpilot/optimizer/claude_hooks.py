@@ -5,7 +5,10 @@ Enabling merges one hook group per event into the file, next to whatever the use
 indentation, key order and final newline. The groups added are recorded in
 ``<git common dir>/pilot/claude-hooks.json`` so that disabling removes exactly those, and
 nothing the user wrote. The file is refused when git tracks it (it is meant to be personal)
-or when it, or ``.claude``, is a symlink (we would be editing a file somewhere else).
+or when it, or ``.claude``, is a symlink (we would be editing a file somewhere else). When
+git does not already ignore it, enabling adds it to ``<git common dir>/info/exclude`` so it
+is never committed by accident (and never counts as an untracked file of the checked
+state); disabling takes that line out again.
 
 The hook command is the interpreter running git pilot now, by absolute path, with ``-m
 gitpilot``: it works from the agent's shell whatever its PATH holds (a version-manager shim
@@ -176,8 +179,37 @@ def enable(root: Path, common: Path, command: str | None = None) -> list[str]:
         entry["added"].extend(added)
         manifest[key] = entry
         doc.save()
+        if not entry.get("excluded"):
+            entry["excluded"] = _exclude(root, common)
         statefile.write_json(_manifest_path(common), manifest, indent=2)
     return [a["event"] for a in added]
+
+
+_EXCLUDE_LINES = ("# added by git pilot optimize enable claude (removed by disable)",
+                  "/" + SETTINGS.as_posix())
+
+
+def _exclude(root: Path, common: Path) -> bool:
+    """Keep the personal settings file out of commits (``info/exclude``) unless already ignored."""
+    if run_git(["check-ignore", "-q", "--", SETTINGS.as_posix()], root, check=False).returncode == 0:
+        return False
+    path = common / "info" / "exclude"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text("utf-8") if path.exists() else ""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    path.write_text(text + "\n".join(_EXCLUDE_LINES) + "\n", "utf-8")
+    return True
+
+
+def _unexclude(common: Path) -> None:
+    path = common / "info" / "exclude"
+    if not path.exists():
+        return
+    text = path.read_text("utf-8")
+    block = "\n".join(_EXCLUDE_LINES) + "\n"
+    if block in text:
+        path.write_text(text.replace(block, "", 1), "utf-8")
 
 
 def disable(root: Path, common: Path) -> list[str]:
@@ -189,6 +221,11 @@ def disable(root: Path, common: Path) -> list[str]:
     with statefile.locked(_manifest_path(common)):
         manifest = _read_manifest(common)
         entry = manifest.pop(str(path), None) or {"created_file": False, "created_hooks": False, "added": []}
+        if entry.get("excluded"):
+            if manifest:  # another worktree's file still relies on the exclude line
+                manifest[sorted(manifest)[0]]["excluded"] = True
+            else:
+                _unexclude(common)
         commands = {h["command"] for a in entry["added"] for h in a["group"]["hooks"]}
         created_events = {a["event"] for a in entry["added"] if a.get("created_event")}
         doc = JsonFile(path)
