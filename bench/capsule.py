@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -338,6 +339,96 @@ def locate(root: Path, source: str, needle: str) -> dict[str, Any] | None:
     return {"path": rel, "heading": " > ".join(s[2] for s in stack), "lines": f"{start + 1}-{end}"}
 
 
+# --------------------------------------------------------------------------- reference selector
+
+# A plain BM25 selector, for calibration only: it shows how hard the fixtures are for the
+# approach issue 4 says finds ~55% of needed sections on real repositories. Sections are
+# scored on their heading path and their own body (not their subsections), the root
+# instruction files are included in full, and the best sections fill the same budget.
+REF_BUDGET = 12000
+REF_MAX_SECTION = 4000
+STOPWORDS = frozenset("""a an and are as at be but by can do does for from has have how i if in is it its
+me my no not of on or our so that the their them then there these they this to us was we were what
+when where which who why will with you your""".split())
+
+
+def terms(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 1 and w not in STOPWORDS]
+
+
+@dataclass(frozen=True)
+class Section:
+    path: str
+    heading: str
+    text: str
+    tokens: tuple[str, ...]
+
+
+def split_sections(rel: str, text: str) -> list[Section]:
+    lines = text.split("\n")
+    heads = heading_lines(text)
+    if not heads:
+        return [Section(rel, rel, text, tuple(terms(rel + " " + text)))]
+    out = []
+    bounds = [h[0] for h in heads] + [len(lines)]
+    if heads[0][0] > 0:
+        body = "\n".join(lines[: heads[0][0]])
+        out.append(Section(rel, rel, body, tuple(terms(body))))
+    stack: list[tuple[int, int, str]] = []
+    for i, h in enumerate(heads):
+        stack = [x for x in stack if x[1] < h[1]] + [h]
+        path = " > ".join(x[2] for x in stack)
+        body = "\n".join(lines[h[0]: bounds[i + 1]])
+        out.append(Section(rel, path, body, tuple(terms(path + " " + body))))
+    return out
+
+
+def bm25_rank(sections: list[Section], query: list[str]) -> list[tuple[float, int]]:
+    n = len(sections)
+    avg = sum(len(s.tokens) for s in sections) / max(n, 1)
+    df: dict[str, int] = {}
+    for s in sections:
+        for t in set(s.tokens):
+            df[t] = df.get(t, 0) + 1
+    qset = sorted(set(query))
+    scored = []
+    for idx, s in enumerate(sections):
+        tf: dict[str, int] = {}
+        for t in s.tokens:
+            if t in df and t in qset:
+                tf[t] = tf.get(t, 0) + 1
+        score = 0.0
+        for t in qset:
+            f = tf.get(t, 0)
+            if f:
+                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                score += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(s.tokens) / avg))
+        if score > 0:
+            scored.append((score, idx))
+    return sorted(scored, key=lambda x: (-x[0], x[1]))
+
+
+def reference_text(root: Path, task_text: str, sections: list[Section]) -> str:
+    rules, _context, _config = baseline_files(root)
+    parts = [task_text] + [(root / p).read_text(encoding="utf-8", errors="replace") for p in rules]
+    used = 0
+    for _score, idx in bm25_rank(sections, terms(task_text)):
+        size = len(sections[idx].text.encode("utf-8"))
+        if size > REF_MAX_SECTION or used + size > REF_BUDGET:
+            continue
+        parts.append(sections[idx].text)
+        used += size
+    return "\n\n".join(parts)
+
+
+def reference_sections(root: Path) -> list[Section]:
+    rules, context, _config = baseline_files(root)
+    out: list[Section] = []
+    for rel in context:
+        out += split_sections(rel, (root / rel).read_text(encoding="utf-8", errors="replace"))
+    return out
+
+
 # --------------------------------------------------------------------------- validation
 
 
@@ -409,10 +500,13 @@ class CapsuleRun:
     seconds: float
 
 
-def build(build_capsule: Any, root: Path, task_text: str) -> CapsuleRun:
-    repo = open_repo(root)
+def build(build_capsule: Any, root: Path, task_text: str) -> CapsuleRun | str:
+    """The capsule for the task, or the error it raised (one line) — a failure is a result too."""
     start = time.perf_counter()
-    result = build_capsule(repo, task_text, use_cache=False)
+    try:
+        result = build_capsule(open_repo(root), task_text, use_cache=False)
+    except Exception as exc:  # any failure of the code under test is a result to report
+        return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     seconds = time.perf_counter() - start
     text = result.text
     return CapsuleRun(
@@ -440,10 +534,13 @@ def measure_scenario(scenario: Scenario, work: Path, build_capsule: Any,
     md_files = [p for p in tracked(root) if p.endswith((".md", ".mdx"))]
     md_bytes = sum((root / p).stat().st_size for p in md_files if (root / p).is_file())
     tasks = []
+    ref_sections = reference_sections(root)
     with pinned_process_env(work / "home"):
         for task in scenario.tasks:
             base = build_baseline(root, task.text)
-            run = build(build_capsule, root, task.text) if build_capsule else None
+            ref = reference_text(root, task.text, ref_sections)
+            built = build(build_capsule, root, task.text) if build_capsule else None
+            run = built if isinstance(built, CapsuleRun) else None
             if run is not None:
                 keep_capsule(keep, scenario.name, task.id, run.text)
             checks = []
@@ -453,6 +550,7 @@ def measure_scenario(scenario: Scenario, work: Path, build_capsule: Any,
                 entry: dict[str, Any] = {
                     "text": check.text, "kind": check.kind, "source": check.source, "need": check.need,
                     "baseline": in_base, "capsule": in_caps if run else None,
+                    "bm25": check.text in ref,
                 }
                 if run is not None and not in_caps:
                     entry["section"] = locate(root, check.source, check.text)
@@ -462,9 +560,11 @@ def measure_scenario(scenario: Scenario, work: Path, build_capsule: Any,
                 "scenario": scenario.name, "task": task.id, "style": task.style,
                 "baseline_bytes": base.bytes, "baseline_files": len(base.files),
                 "capsule_bytes": run.bytes if run else None,
+                "bm25_bytes": len(ref.encode("utf-8")),
                 "their_baseline_bytes": run.their_baseline if run else None,
                 "their_capsule_bytes": run.their_capsule if run else None,
                 "build_seconds": round(run.seconds, 3) if run else None,
+                "capsule_error": built if isinstance(built, str) else None,
                 "checks": checks,
             })
     return {
@@ -495,6 +595,9 @@ def totals(tasks: list[dict[str, Any]]) -> dict[str, Any]:
         "paraphrased_checks_total": len(para),
         "paraphrased_checks_passed": sum(1 for c in para if c["capsule"]) if have_capsule else None,
         "their_baseline_bytes": sum(theirs) if theirs and all(isinstance(x, int) for x in theirs) else None,
+        "bm25_bytes": sum(t["bm25_bytes"] for t in tasks),
+        "bm25_checks_passed": sum(1 for c in checks if c["bm25"]),
+        "bm25_paraphrased_recall": ratio(sum(1 for c in para if c["bm25"]), len(para)),
     }
     out["paraphrased_recall"] = (ratio(out["paraphrased_checks_passed"], len(para))
                                  if out["paraphrased_checks_passed"] is not None else None)
@@ -508,9 +611,10 @@ def by_kind(tasks: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for t in tasks:
         for c in t["checks"]:
-            row = out.setdefault(c["kind"], {"passed": 0, "total": 0})
+            row = out.setdefault(c["kind"], {"passed": 0, "bm25": 0, "total": 0})
             row["total"] += 1
             row["passed"] += 1 if c["capsule"] else 0
+            row["bm25"] += 1 if c["bm25"] else 0
     return dict(sorted(out.items()))
 
 
@@ -630,6 +734,10 @@ def render_totals(report: dict[str, Any]) -> list[str]:
     if report["by_kind"] and t["capsule_bytes"] is not None:
         kinds = ", ".join(f"{k} {v['passed']}/{v['total']}" for k, v in report["by_kind"].items())
         lines.append(f"checks by kind: {kinds}")
+    ref_kinds = ", ".join(f"{k} {v['bm25']}" for k, v in report["by_kind"].items())
+    lines.append(f"reference plain BM25 (calibration, same {REF_BUDGET:,} B budget + instruction files): "
+                 f"{t['bm25_bytes']:,} B, checks {t['bm25_checks_passed']}/{t['checks_total']}, "
+                 f"paraphrased recall {pct(t['bm25_paraphrased_recall'])}; by kind: {ref_kinds}")
     return lines
 
 
@@ -688,6 +796,9 @@ def render(report: dict[str, Any], verbose: bool) -> str:
     for name, ok, detail in report["targets"]:
         mark = "n/a" if ok is None else "ok" if ok else "MISS"
         lines.append(f"  [{mark}] {name}: {detail}")
+    if report["errors"]:
+        lines += ["", f"CAPSULE ERRORS ({len(report['errors'])} tasks; totals need every task):"]
+        lines += [f"  {e}" for e in report["errors"]]
     if report["problems"]:
         lines += ["", "FIXTURE PROBLEMS:"] + [f"  {p}" for p in report["problems"]]
     return "\n".join(lines)
@@ -750,6 +861,8 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 speed = {"note": "no large (generated) scenario selected"}
             else:
                 speed = measure_speed(speed_root, speed_task, work, args.rounds)
+    report["errors"] = [f"{t['scenario']}/{t['task']}: {t['capsule_error']}"
+                        for t in report["tasks"] if t["capsule_error"]]
     for task in report["tasks"]:
         for c in task["checks"]:
             if c["capsule"] is False:
@@ -771,6 +884,7 @@ def as_json(report: dict[str, Any]) -> dict[str, Any]:
     out["speed"] = report["speed"]
     out["targets"] = {name: {"met": ok, "detail": detail} for name, ok, detail in report["targets"]}
     out["fixture_problems"] = report["problems"]
+    out["capsule_errors"] = report["errors"]
     out["capsule_note"] = report["capsule_note"]
     out["code"] = report["code"]
     return out
@@ -791,4 +905,4 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(json.dumps(as_json(report), indent=2, sort_keys=True) + "\n")
     else:
         sys.stdout.write(render(report, args.verbose) + "\n")
-    return 1 if report["problems"] else 0
+    return 1 if report["problems"] or report["errors"] else 0

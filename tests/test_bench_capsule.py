@@ -37,13 +37,15 @@ def test_small_scenario_json_has_the_totals() -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     data = json.loads(proc.stdout)
     for key in ("baseline_bytes", "capsule_bytes", "reduction", "checks_passed", "checks_total",
-                "paraphrased_recall", "baseline_checks_passed", "missed", "scenarios"):
+                "paraphrased_recall", "baseline_checks_passed", "missed", "scenarios",
+                "bm25_checks_passed", "bm25_paraphrased_recall", "capsule_errors"):
         assert key in data, key
     scenario = tomllib.loads((FIXTURES / "small" / "scenario.toml").read_text())
     expected = sum(len(t["check"]) for t in scenario["task"])
     assert data["checks_total"] == expected
     assert data["baseline_checks_passed"] == expected  # the baseline reads every file: a sound fixture
-    assert data["fixture_problems"] == []
+    assert data["fixture_problems"] == [] and data["capsule_errors"] == []
+    assert 0 <= data["bm25_checks_passed"] <= expected
     assert data["baseline_bytes"] > 0 and data["capsule_bytes"] > 0
     assert data["reduction"] == round(1 - data["capsule_bytes"] / data["baseline_bytes"], 4)
     assert 0 <= data["checks_passed"] <= expected
