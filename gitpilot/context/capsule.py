@@ -31,6 +31,8 @@ from gitpilot.repo import Repo
 
 MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
+AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
+NESTED_SHARE = 0.5  # a nested instruction file this close to the best section applies in full
 _SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
 
@@ -147,7 +149,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     from gitpilot.context.select import Doc, select
 
     docs = [
-        Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles))
+        Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles), nested=("nested" in s.roles))
         for p, s in srcs.items()
         if p in files.maps and _candidate(s)
     ]
@@ -158,6 +160,19 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
         max_excerpt_bytes=opts.max_excerpt_bytes,
         max_section_bytes=opts.max_section_bytes,
     )
+    whole = _matching_nested(srcs, files, sel, shown)
+    mandatory += [
+        piece
+        for path in whole
+        for piece in _whole(
+            path,
+            files,
+            "",
+            f"nested instruction file for `{_dir(path)}/`, matching the task",
+            shown,
+            withheld,
+        )
+    ]
     relevant = [
         _Piece(
             p.path,
@@ -168,6 +183,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
             range_text(files.lines[p.path], p.start, p.end),
         )
         for p in sel.picks
+        if p.path not in whole
     ]
     ignored = S.ignored_context_files(root, opts)
     for name in ignored:
@@ -483,10 +499,57 @@ def _nested(
         by_word = len(base) >= 3 and re.search(
             r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", task, re.IGNORECASE
         )
-        if S.applies_to(named, directory, tracked) or by_word or directory.lower() in task.lower():
+        by_path = re.search(r"(?<![\w/.-])" + re.escape(directory) + r"(?![\w-])", task, re.IGNORECASE)
+        if S.applies_to(named, directory, tracked) or by_word or by_path:
             why = f"nested instruction file for `{directory}/`, which the task names"
             out += _whole(path, files, "", why, shown, withheld)
     return out
+
+
+def _dir(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def _matching_nested(
+    srcs: Mapping[str, S.Source], files: _Files, sel: Any, shown: Mapping[str, Sequence[tuple[int, int]]]
+) -> list[str]:
+    """Nested instruction files (not already in full) whose best section is close to the best of all.
+
+    An AGENTS.md governs its directory as a whole: when the task touches what it governs (its
+    sections score like the best sections do) all of it applies, not one matching paragraph.
+    """
+    from gitpilot.context.text import tokens
+
+    area = _area_words(srcs, sel)
+    out = []
+    for path, src in srcs.items():
+        if "nested" not in src.roles or path not in files.maps or path in shown or sel.best <= 0:
+            continue
+        base = _dir(path).rsplit("/", 1)[-1]
+        words = set(tokens(base.replace("-", " ").replace("_", " ")))
+        if sel.doc_best.get(path, 0.0) >= NESTED_SHARE * sel.best or (words and words <= area):
+            out.append(path)
+    return out
+
+
+def _area_words(srcs: Mapping[str, S.Source], sel: Any) -> set[str]:
+    """Directory words of the best-matching documentation: the area of the code the task is about.
+
+    ``docs/ui/components.md`` and ``docs/ops/deployment/kubernetes.md`` say the task is about
+    ``ui`` or ``deploy``; a ``packages/ui/AGENTS.md`` or ``deploy/AGENTS.md`` then applies.
+    """
+    from gitpilot.context.select import GENERIC_DIRS
+    from gitpilot.context.text import tokens
+
+    words: set[str] = set()
+    top = [p for p in sel.picks if not (srcs.get(p.path) and srcs[p.path].roles & {"rule", "nested"})][
+        :AREA_PICKS
+    ]
+    for pick in top:
+        for part in pick.path.split("/")[:-1]:
+            if part.lower() not in GENERIC_DIRS:
+                words.update(tokens(part.replace("-", " ").replace("_", " ")))
+    return words
 
 
 def _slug(text: str) -> str:

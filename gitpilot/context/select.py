@@ -36,6 +36,7 @@ from gitpilot.context.text import (
     term_counts,
     tokens,
     word_counts,
+    word_tokens,
 )
 
 K1 = 1.2
@@ -48,6 +49,10 @@ ID_WEIGHT = {"ref": 3.0, "path": 2.0}
 DEFAULT_ID_WEIGHT = 2.0
 PRIOR_SHARE = 0.45  # of the excerpt budget at most goes to sections chosen by a prior alone
 PRIOR_PER_CLASS = 2
+FEEDBACK_SECTIONS = 3  # pseudo-relevance feedback: how many top sections lend words
+FEEDBACK_TERMS = 8
+FEEDBACK_WEIGHT = 0.3
+FEEDBACK_MAX_DF = 0.05  # a lent word must be rarer than this share of sections
 LEFT_OUT_LISTED = 20
 MANIFEST_LEFT_OUT = 400
 
@@ -97,7 +102,8 @@ _CLASSES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(commits?|commit messages?|pull requests?|PRs?|merge requests?|submitting|submissions?|"
             r"code review|"
-            r"changelog entr(y|ies)|changesets?|sign-?offs?|DCO|branch(es|ing)?|git workflow|workflow)\b",
+            r"change ?logs?( entr(y|ies))?|news entr(y|ies)|changesets?|sign-?offs?|DCO|branch(es|ing)?|"
+            r"git workflow|workflow)\b",
             re.I,
         ),
     ),
@@ -122,15 +128,20 @@ _CLASSES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ),
 )
 _DEV_FILE = re.compile(
-    r"(^|/)(contributing|development|developing|developers?|hacking|building|dev[-_]?guide|dev[-_]?docs|"
-    r"maintainers?|internals|testing|conventions|style[-_]?guide|workflow|agents|claude)([-_./]|$)",
+    r"(^|/)(contributing|development|developing|hacking|dev[-_]?(guide|docs|setup|environment)|maintainers?|"
+    r"conventions|(code[-_]?)?style[-_]?guide|code[-_]?style)([-_./]|$)",
     re.I,
 )
 _CHANGELOG = re.compile(
     r"(^|/)(change[-_]?log|changes|history|news|release[-_]?notes?|releases)([-_./]|$)", re.I
 )
-_CHANGELOG_TASK = {"changelog", "releas", "release", "version", "news", "history"}
-_GENERIC_DIRS = frozenset(
+# A task is about release history when it says so, or names a version.
+_CHANGELOG_TASK = re.compile(
+    r"\b(change ?logs?|release notes?|what'?s new|news entr(y|ies)|v?\d+\.\d+(\.\d+)?)\b", re.I
+)
+# Dated narrative (blog posts, news, archives) rarely states how things work now.
+_DATED = re.compile(r"(^|/)(blog|blogs|posts|news|archive|archived|press)(/|$)", re.I)
+GENERIC_DIRS = frozenset(
     "src lib libs source sources app apps pkg pkgs packages internal cmd docs doc test tests spec "
     "specs main core common util utils include bin scripts".split()
 )
@@ -144,6 +155,7 @@ class Doc:
     smap: SectionMap
     lines: Sequence[str]
     rule: bool = False  # a rule file (instruction, memory, CONTRIBUTING, SECURITY, configured)
+    nested: bool = False  # an AGENTS.md/CLAUDE.md below the root: its path words say nothing of the task
 
 
 @dataclass(frozen=True)
@@ -176,6 +188,8 @@ class Selection:
     left_out_total: int
     query_terms: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
+    doc_best: dict[str, float] = field(default_factory=dict)  # best section score per file
+    best: float = 0.0  # the best score of a section that can be shown
 
 
 @dataclass
@@ -219,19 +233,19 @@ def query_weights(task: str) -> dict[str, float]:
 
 def _path_words(path: str) -> list[str]:
     stemless = path.rsplit(".", 1)[0] if "/" not in path.rsplit(".", 1)[-1] else path
-    parts = [p for p in stemless.split("/") if p.lower() not in _GENERIC_DIRS]
+    parts = [p for p in stemless.split("/") if p.lower() not in GENERIC_DIRS]
     return tokens(" ".join(parts))
 
 
 def _build_nodes(
     docs: Sequence[Doc], excluded: Mapping[str, Sequence[tuple[int, int]]], terms: set[str]
-) -> list[_Node]:
+) -> tuple[list[_Node], list[tuple[Counter[str], list[str]]]]:
     """One node per candidate section, counting only the query's terms (and every word for length)."""
     nodes: list[_Node] = []
     counted: list[tuple[Counter[str], list[str]]] = []
     vocab: set[str] = set()
     for d, doc in enumerate(docs):
-        path_tokens = _path_words(doc.path)
+        path_tokens = [] if doc.nested else _path_words(doc.path)
         title_tokens = [tokens(s.title) for s in doc.smap.sections]
         shown = excluded.get(doc.path, ())
         for sec in doc.smap.sections:
@@ -251,7 +265,7 @@ def _build_nodes(
     for node, (wc, extra) in zip(nodes, counted, strict=True):
         node.own_tf.update(term_counts(wc, hits, terms))
         node.own_tf.update(t for t in extra if t in terms)
-    return nodes
+    return nodes, counted
 
 
 def _covered(ranges: Sequence[tuple[int, int]], start: int, end: int) -> bool:
@@ -333,17 +347,31 @@ def score(
 ) -> tuple[list[_Node], _Query]:
     """Every candidate section with its score and signals."""
     weights = query_weights(task)
-    nodes = _build_nodes(docs, excluded, set(weights))
+    nodes, counted = _build_nodes(docs, excluded, set(weights))
     if not nodes:
         return nodes, _Query({}, {}, (), ())
     ids = identifiers(task)
     id_terms = _count_identifiers(docs, nodes, ids)
     for ident, term in zip(ids, id_terms, strict=True):
         weights[term] = ID_WEIGHT.get(ident.kind, DEFAULT_ID_WEIGHT)
+    live, idf = _bm25_all(docs, nodes, weights)
+    expansion = _feedback_terms(nodes, counted, weights, idf)
+    if expansion:
+        _count_terms(nodes, counted, set(expansion))
+        weights.update(expansion)
+        live, idf = _bm25_all(docs, nodes, weights)
+    _apply_paths_and_priors(docs, nodes, task, ids, weights)
+    return nodes, _Query(live, idf, ids, id_terms)
+
+
+def _bm25_all(
+    docs: Sequence[Doc], nodes: list[_Node], weights: Mapping[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Each node's own, subtree and base score; returns the live query weights and their idf."""
     df: Counter[str] = Counter()
     for n in nodes:
-        for t in weights:
-            if n.own_tf.get(t):
+        for t in n.own_tf:
+            if t in weights:
                 df[t] += 1
     total = len(nodes)
     idf = {t: math.log(1 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in weights}
@@ -352,12 +380,81 @@ def score(
     avg_sub = sum(n.sub_len for n in nodes) / total
     live = {t: w for t, w in weights.items() if df[t]}
     for n in nodes:
+        n.own_score = n.base = 0.0
         if n.sub_tf:
             n.own_score = _bm25(n.own_tf, n.own_len, avg_own, live, idf) if n.own_tf else 0.0
             sub = SUBTREE_WEIGHT * _bm25(n.sub_tf, n.sub_len, avg_sub, live, idf)
             n.base = max(n.own_score, sub)
-    _apply_paths_and_priors(docs, nodes, task, ids, weights)
-    return nodes, _Query(live, idf, ids, id_terms)
+    return live, idf
+
+
+def _feedback_terms(
+    nodes: Sequence[_Node],
+    counted: Sequence[tuple[Counter[str], list[str]]],
+    weights: Mapping[str, float],
+    idf: Mapping[str, float],
+) -> dict[str, float]:
+    """Pseudo-relevance feedback: distinctive words of the best few sections, as weak extra terms.
+
+    A task often describes in its own words what the documentation names differently; the
+    sections that match it best tend to use the documentation's words, which then find the rest
+    (the reference page beside the guide). Only words rare in the corpus are taken, weakly.
+    """
+    top = heapq.nlargest(FEEDBACK_SECTIONS, range(len(nodes)), key=lambda i: (nodes[i].own_score, -i))
+    top = [i for i in top if nodes[i].own_score > 0]
+    if not top:
+        return {}
+    tf: Counter[str] = Counter()
+    for i in top:
+        wc, extra = counted[i]
+        for word, n in wc.items():
+            for t in word_tokens(word):
+                tf[t] += n
+        tf.update(extra)
+    known = {t for t in weights}
+    cands = [t for t in tf if t not in known and len(t) > 2 and not t.isdigit()]
+    if not cands:
+        return {}
+    df = _doc_freq(nodes, counted, set(cands))
+    total = len(nodes)
+    scored = []
+    for t in cands:
+        d = df.get(t, 0)
+        if d == 0 or d > total * FEEDBACK_MAX_DF or tf[t] < 2:
+            continue
+        scored.append((tf[t] * math.log(1 + (total - d + 0.5) / (d + 0.5)), t))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    chosen = scored[:FEEDBACK_TERMS]
+    if not chosen:
+        return {}
+    top_score = chosen[0][0]
+    return {t: FEEDBACK_WEIGHT * sc / top_score for sc, t in chosen}
+
+
+def _doc_freq(
+    nodes: Sequence[_Node], counted: Sequence[tuple[Counter[str], list[str]]], terms: set[str]
+) -> Counter[str]:
+    vocab: set[str] = set()
+    for wc, _ in counted:
+        vocab.update(wc)
+    hits = hits_for(vocab, terms)
+    df: Counter[str] = Counter()
+    for wc, extra in counted:
+        found = set(term_counts(wc, hits, terms)) | (set(extra) & terms)
+        df.update(found)
+    return df
+
+
+def _count_terms(
+    nodes: Sequence[_Node], counted: Sequence[tuple[Counter[str], list[str]]], terms: set[str]
+) -> None:
+    vocab: set[str] = set()
+    for wc, _ in counted:
+        vocab.update(wc)
+    hits = hits_for(vocab, terms)
+    for node, (wc, extra) in zip(nodes, counted, strict=True):
+        node.own_tf.update(term_counts(wc, hits, terms))
+        node.own_tf.update(t for t in extra if t in terms)
 
 
 @dataclass(frozen=True)
@@ -401,9 +498,12 @@ def _apply_paths_and_priors(
 ) -> None:
     ref = max((n.base for n in nodes), default=0.0) or 1.0
     paths = named_paths(list(ids))
-    changelog_task = any(t in weights and weights[t] >= 1.0 for t in _CHANGELOG_TASK)
+    changelog_task = bool(_CHANGELOG_TASK.search(task))
     file_boost = [_path_match(doc.path, paths) for doc in docs]
-    damped = [bool(_CHANGELOG.search(doc.path)) and not changelog_task for doc in docs]
+    damped = [
+        (bool(_CHANGELOG.search(doc.path)) or bool(_DATED.search(doc.path))) and not changelog_task
+        for doc in docs
+    ]
     kinds = [_file_kind(doc) for doc in docs]
     for n in nodes:
         doc = docs[n.doc]
@@ -437,15 +537,15 @@ def _path_match(path: str, named: Sequence[str]) -> tuple[str, float]:
             return "named", 0.6
         parent = low.rsplit("/", 1)[0] if "/" in low else ""
         stem = low.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        n_parts = [p for p in re.split(r"[/.]", n) if p and p not in _GENERIC_DIRS]
+        n_parts = [p for p in re.split(r"[/.]", n) if p and p not in GENERIC_DIRS]
         if parent and (
             parent == n
             or parent.endswith("/" + n)
             or n.startswith(parent + "/")
-            and parent not in _GENERIC_DIRS
+            and parent not in GENERIC_DIRS
         ):
             best = max(best, ("directory", 0.35), key=lambda x: x[1])
-        elif stem and stem not in _GENERIC_DIRS and stem in n_parts and stem not in ("readme", "index"):
+        elif stem and stem not in GENERIC_DIRS and stem in n_parts and stem not in ("readme", "index"):
             best = max(best, ("module", 0.3), key=lambda x: x[1])
     return best
 
@@ -520,8 +620,13 @@ def select(
         if used + size - refund > max_excerpt_bytes:
             no_room.add(key)
             continue
-        if only_prior and (
-            prior_used + size > PRIOR_SHARE * max_excerpt_bytes or prior_count[n.prior] >= PRIOR_PER_CLASS
+        promotes = any(_inside(docs, k, key) for k in chosen) if mode == "tree" else False
+        if (
+            only_prior
+            and not promotes
+            and (
+                prior_used + size > PRIOR_SHARE * max_excerpt_bytes or prior_count[n.prior] >= PRIOR_PER_CLASS
+            )
         ):
             continue
         if mode == "tree":
@@ -530,15 +635,21 @@ def select(
         chosen[key] = mode
         used += size - refund
         if only_prior:
-            prior_used += size
-            prior_count[n.prior] += 1
+            prior_used += size - refund
+            prior_count[n.prior] += 0 if promotes else 1
         if mode == "own":
             relaxed.update((n.doc, c) for c in docs[n.doc].smap.kids(n.sec))
     _promote_parents(docs, chosen, sizes, max_section_bytes)
     picks = _runs(docs, by_key, chosen, excluded, query)
     left, left_total = _left_out(docs, nodes, chosen, too_big, no_room)
     terms = sorted(t for t in query_weights(task))
-    return Selection(picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids])
+    doc_best: dict[str, float] = {}
+    for n in nodes:
+        path = docs[n.doc].path
+        doc_best[path] = max(doc_best.get(path, 0.0), n.score)
+    return Selection(
+        picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids], doc_best, best
+    )
 
 
 class _Sizes:
