@@ -17,6 +17,7 @@ files refer to a module. Everything here is pure: text in, tuples out, determini
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -414,13 +415,18 @@ _STRIP_EXT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=65536)
 def _parts(path: str) -> tuple[str, ...]:
     return tuple(p for p in _STRIP_EXT.sub("", path).split("/") if p and p != ".")
 
 
-def _relative(importer: str, target: str) -> tuple[str, ...]:
-    base = posixpath.dirname(importer)
+@functools.lru_cache(maxsize=65536)
+def _joined(base: str, target: str) -> tuple[str, ...]:
     return _parts(posixpath.normpath(posixpath.join(base, target)))
+
+
+def _relative(importer: str, target: str) -> tuple[str, ...]:
+    return _joined(posixpath.dirname(importer), target)
 
 
 _IMPORT_WORDS: dict[str, tuple[bytes, ...]] = {
@@ -435,13 +441,13 @@ _IMPORT_WORDS: dict[str, tuple[bytes, ...]] = {
 }
 
 
-def import_region(path: str, head: bytes) -> bytes:
+def import_region(path: str, head: bytes, lang: str | None = None) -> bytes:
     """The part of a file's head that can hold its imports: up to the line of the last import word.
 
     Imports sit at the top of a file, so this is usually a few hundred bytes; scanning it
     instead of the whole head makes the import pass over a large repository several times faster.
     """
-    lang = language_of(path)
+    lang = lang or language_of(path)
     words = _IMPORT_WORDS.get(lang or "")
     if not words:
         return b""
@@ -457,9 +463,9 @@ def import_region(path: str, head: bytes) -> bytes:
     return head if eol < 0 else head[: eol + 1]
 
 
-def imports(path: str, text: str) -> list[tuple[str, ...]]:
+def imports(path: str, text: str, lang: str | None = None) -> list[tuple[str, ...]]:
     """Import targets of a file as path components (``("pkg", "mod")``), unique, in order."""
-    lang = language_of(path)
+    lang = lang or language_of(path)
     found: list[tuple[str, ...]] = []
     if lang == "python":
         for m in _PY_IMPORT.finditer(text):

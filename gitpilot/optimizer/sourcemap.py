@@ -88,6 +88,7 @@ class SourceFile:
     """A tracked source file that may appear in the map."""
 
     path: str
+    lang: str
     head: bytes = b""
     module: tuple[str, ...] = ()
     importers: int = 0
@@ -119,15 +120,14 @@ def exclusion(path: str) -> str | None:
     """Why a tracked path is never mapped (judged by its path alone), or None."""
     from gitpilot.redact import is_credential_filename
 
-    parts = path.split("/")
-    if any(p.startswith(".") for p in parts):
+    if path.startswith(".") or "/." in path:
         return "hidden"
     if is_credential_filename(path):
         return "credential-shaped"
-    dirs = parts[:-1]
-    if any(d in VENDORED_DIRS for d in dirs):
+    dirs = set(path.split("/")[:-1])
+    if not dirs.isdisjoint(VENDORED_DIRS):
         return "vendored"
-    if any(d in GENERATED_DIRS for d in dirs) or _GENERATED_NAME.search(parts[-1]):
+    if not dirs.isdisjoint(GENERATED_DIRS) or _GENERATED_NAME.search(path, path.rfind("/") + 1):
         return "generated"
     return None
 
@@ -170,7 +170,7 @@ def _attributes(root: Path, paths: Sequence[str]) -> dict[str, str]:
 def inventory(root: Path) -> Inventory:
     """The mappable source files of the worktree at ``root``, with their heads read."""
     inv = Inventory()
-    candidates: list[str] = []
+    candidates: list[tuple[str, str]] = []
     attributes_file = False
     for mode, path in _ls_files(root):
         if path.endswith(".gitattributes"):
@@ -185,10 +185,10 @@ def inventory(root: Path) -> Inventory:
         if reason:
             inv.excluded[reason] += 1
             continue
-        candidates.append(path)
-    marked = _attributes(root, candidates) if attributes_file else {}
+        candidates.append((path, lang))
+    marked = _attributes(root, [p for p, _ in candidates]) if attributes_file else {}
     base = str(root)
-    for path in candidates:
+    for path, lang in candidates:
         if path in marked:
             inv.excluded[marked[path]] += 1
             continue
@@ -198,7 +198,7 @@ def inventory(root: Path) -> Inventory:
         if problem is not None:
             inv.excluded[problem] += 1
             continue
-        inv.files.append(SourceFile(path, head, decls.module_parts(path)))
+        inv.files.append(SourceFile(path, lang, head, decls.module_parts(path)))
     return inv
 
 
@@ -244,10 +244,10 @@ def count_importers(files: Sequence[SourceFile]) -> None:
     importers: dict[tuple[str, ...], set[str]] = defaultdict(set)
     matches: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
     for f in files:
-        region = decls.import_region(f.path, f.head)
+        region = decls.import_region(f.path, f.head, f.lang)
         if not region:
             continue
-        for target in decls.imports(f.path, region.decode("utf-8", "replace")):
+        for target in decls.imports(f.path, region.decode("utf-8", "replace"), f.lang):
             found = matches.get(target)
             if found is None:
                 # `pkg.mod` names src/pkg/mod.py; a Go import path ends with the package directory
