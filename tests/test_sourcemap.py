@@ -188,3 +188,20 @@ def test_runs_through_git_from_a_subdirectory(tmp_path: Path, pilot_on_path: Pat
     assert proc.returncode == 0, proc.stderr
     assert "pkg00/" in proc.stdout and "pkg01/" in proc.stdout
     assert str(REPO_ROOT)  # the shim runs this checkout
+
+
+def test_directories_appear_once_and_private_names_are_left_out(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {
+        "app/a.py": "def public_a():\n    pass\n\n\ndef _private_a():\n    pass\n",
+        "app/sub/b.py": "class Thing:\n    def run(self):\n        pass\n\n    def _secret(self):\n        pass\n",
+        "app/z.py": "def public_z():\n    pass\n",
+        "app/only_private.py": "def _hidden():\n    pass\n",
+        "web/c.ts": "export function shown() {}\nfunction _internal() {}\n",
+    })
+    lines = smap(repo).splitlines()
+    headers = [ln for ln in lines if ln.endswith("/") and not ln.startswith("#")]
+    assert headers == ["app/", "app/sub/", "web/"]
+    body = "\n".join(lines)
+    assert "public_a()" in body and "public_z()" in body and "Thing{run()}" in body and "shown()" in body
+    assert "_private_a" not in body and "_secret" not in body and "_internal" not in body
+    assert "only_private.py" not in body
