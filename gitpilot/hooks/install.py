@@ -55,8 +55,10 @@ def templates_dir() -> Path:
     import sysconfig
 
     here = Path(__file__).resolve().parents[2] / "git-hooks"
-    candidates = [here, Path(sysconfig.get_path("data")) / "share" / "git-pilot" / "git-hooks",
-                  Path(sys.prefix) / "share" / "git-pilot" / "git-hooks"]
+    data_dirs = [sysconfig.get_path("data"), sys.prefix]
+    if "posix_user" in sysconfig.get_scheme_names():
+        data_dirs.append(sysconfig.get_path("data", "posix_user"))
+    candidates = [here, *(Path(d) / "share" / "git-pilot" / "git-hooks" for d in data_dirs)]
     for c in candidates:
         if (c / "pre-push").is_file():
             return c
@@ -106,8 +108,22 @@ def _write(path: Path, data: bytes) -> None:
 def install(repo: Repo) -> list[str]:
     """Write the shims; returns one line per change (or one saying nothing changed)."""
     directory = hooks_dir(repo)
-    directory.mkdir(parents=True, exist_ok=True)
     exe, lib = interpreter()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        lines, written = _install_into(directory, exe, lib)
+    except OSError as exc:
+        raise PilotError(f"cannot write git hooks in {directory}: {exc.strerror or exc}") from exc
+    if written:
+        lines.insert(0, f"hooks: installed {', '.join(written)} in {directory}")
+    elif not lines:
+        lines.append(f"hooks: already installed in {directory}")
+    if not exe:
+        lines.append("hooks: no absolute interpreter path known; the hooks will run git-pilot from PATH")
+    return lines
+
+
+def _install_into(directory: Path, exe: str, lib: str) -> tuple[list[str], list[str]]:
     lines: list[str] = []
     written: list[str] = []
     for event in EVENTS:
@@ -120,21 +136,32 @@ def install(repo: Repo) -> list[str]:
                 written.append(event)
             continue
         if current is not None or path.is_symlink():
-            if legacy.exists() or legacy.is_symlink():
+            if not _keep_as_legacy(path, legacy):
                 lines.append(f"hooks: left {path} alone: it is not git pilot's and {legacy.name} exists too "
                              "(merge them by hand, then run git pilot hooks install)")
                 continue
-            os.replace(path, legacy)
             lines.append(f"hooks: kept your {event} hook as {legacy.name}; it still runs first")
         _write(path, want)
         written.append(event)
-    if written:
-        lines.insert(0, f"hooks: installed {', '.join(written)} in {directory}")
-    elif not lines:
-        lines.append(f"hooks: already installed in {directory}")
-    if not exe:
-        lines.append("hooks: no absolute interpreter path known; the hooks will run git-pilot from PATH")
-    return lines
+    return lines, written
+
+
+def _keep_as_legacy(path: Path, legacy: Path) -> bool:
+    """Move the user's hook to ``legacy`` unless that exists; never overwrite a kept hook.
+
+    A hard link claims the name atomically, so two installs at once cannot both move a hook
+    there (the second would otherwise move our shim over the user's hook).
+    """
+    if legacy.exists() or legacy.is_symlink():
+        return False
+    try:
+        os.link(path, legacy, follow_symlinks=False)
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links here: fall back to a rename
+        os.replace(path, legacy)
+        return True
+    return True
 
 
 def uninstall(repo: Repo) -> list[str]:
@@ -145,6 +172,10 @@ def uninstall(repo: Repo) -> list[str]:
     for event in EVENTS:
         path, legacy = directory / event, directory / f"{event}.legacy"
         current = _read(path)
+        if current is None and not path.is_symlink() and (legacy.exists() or legacy.is_symlink()):
+            os.replace(legacy, path)  # our shim was deleted by hand: the kept hook comes back
+            lines.append(f"hooks: restored your {event} hook")
+            continue
         if current is None or not is_ours(current):
             if current is not None and (legacy.exists() or legacy.is_symlink()):
                 lines.append(f"hooks: {event} is not git pilot's; left it and {legacy.name} alone")

@@ -58,7 +58,12 @@ def run_pre_push(cwd: Path, args: Sequence[str], stdin: bytes) -> int:
     from gitpilot.hooks import jobs
 
     for sha in sorted({u.local_sha for u in updates}):
-        jobs.record_budget(repo, sha)
+        try:
+            jobs.record_budget(repo, sha)
+        except Exception:  # a budget that cannot be recorded never blocks a push; the log says why
+            jobs.log_exception(repo, "pre-push")
+            output.err(f"warning: pre-push: could not record the review budget of {sha[:12]} "
+                       f"(see {repo.pilot_dir / 'logs' / 'hooks.log'})")
     gate = list(cfg.get("share.gate"))
     if gate and gate_updates(repo, cfg, updates, gate) != 0:
         return 1
@@ -68,7 +73,10 @@ def run_pre_push(cwd: Path, args: Sequence[str], stdin: bytes) -> int:
 
 
 def gate_updates(repo: Repo, cfg: Config, updates: Sequence[Update], names: Sequence[str]) -> int:
-    specs = [cfg.check(n) for n in names]  # an unknown name refuses the push with the list of checks
+    try:
+        specs = [cfg.check(n) for n in names]
+    except PilotError as exc:  # a misnamed gate refuses the push rather than letting everything through
+        raise PilotError(f"pre-push gate ([share] gate): {exc}") from exc
     done: set[str] = set()
     for u in updates:
         tree = repo.rev_parse(f"{u.local_sha}^{{tree}}")

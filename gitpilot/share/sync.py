@@ -197,12 +197,12 @@ def _paths_to_merge(repo: Repo, remote: str, tip: str) -> dict[str, str]:
     index = note_index(repo, tip)
     paths = {o: p for o, (p, _) in index.items()}
     marker = _read_marker(repo, remote)
-    if marker is None:
+    local = repo.rev_parse(CHECKS_REF)
+    if marker is None or local is None:
         return paths
     old_remote, old_local = marker
-    local = repo.rev_parse(CHECKS_REF)
-    if local is None or old_remote == tip and old_local == local:
-        return {} if local is not None else paths
+    if (old_remote, old_local) == (tip, local):
+        return {}
     if not _is_ancestor(repo, old_local, local) or repo.rev_parse(f"{old_remote}^{{commit}}") is None:
         return paths
     before = note_index(repo, old_remote)
@@ -287,9 +287,13 @@ def _is_local(line: bytes) -> bool:
     return rec is not None and rec.remote is None
 
 
+_SCRATCH = "refs/notes/pilot-tmp/share-"
+
+
 def _commit_on(repo: Repo, base: str | None, lines: dict[str, list[bytes]], remote: str) -> str:
     """A notes commit whose parent is ``base`` (the remote's tip) with ``lines`` added."""
-    scratch = f"refs/notes/pilot-tmp/share-{os.getpid()}-{random.randrange(1 << 30):08x}"
+    _drop_stale_scratch(repo)
+    scratch = f"{_SCRATCH}{os.getpid()}-{random.randrange(1 << 30):08x}"
     try:
         if base is not None and not repo.update_ref(scratch, base, None, "git pilot share: scratch"):
             raise PilotError(f"cannot create the scratch ref {scratch}")
@@ -301,6 +305,25 @@ def _commit_on(repo: Repo, base: str | None, lines: dict[str, list[bytes]], remo
         return commit
     finally:
         repo.git_proc("update-ref", "-d", scratch)
+
+
+def _drop_stale_scratch(repo: Repo) -> None:
+    """Delete scratch refs left by a push that was killed (their process is gone)."""
+    out = repo.git("for-each-ref", "--format=%(refname)", _SCRATCH.rsplit("/", 1)[0] + "/")
+    for ref in out.decode("utf-8", "replace").split():
+        pid = ref[len(_SCRATCH):].split("-")[0]
+        if ref.startswith(_SCRATCH) and pid.isdigit() and not _alive(int(pid)):
+            repo.git_proc("update-ref", "-d", ref)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _push_commit(repo: Repo, remote: str, commit: str, base: str | None) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gitpilot.checks.records import Record, parse_line
 
@@ -44,9 +44,14 @@ def accept_line(line: bytes, remote: str) -> Accepted | None:
     rec = parse_line(line)
     if rec is None or not _fields_ok(rec):
         return None
-    tagged = replace(rec, remote=remote)
-    local = replace(rec, remote=None)
-    return Accepted(tagged.to_line().encode("utf-8"), local.to_line().encode("utf-8"))
+    return Accepted(_with_remote(rec, remote).to_line().encode("utf-8"),
+                    _with_remote(rec, None).to_line().encode("utf-8"))
+
+
+def _with_remote(rec: Record, remote: str | None) -> Record:
+    return Record(check=rec.check, cmd=rec.cmd, key=rec.key, result=rec.result, secs=rec.secs, time=rec.time,
+                  email=rec.email, host=rec.host, platform=rec.platform, version=rec.version, exit=rec.exit,
+                  remote=remote)
 
 
 def _fields_ok(rec: Record) -> bool:
