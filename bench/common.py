@@ -22,6 +22,9 @@ PINNED = {
 def env(extra: dict[str, str] | None = None) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     e.update(PINNED)
+    # Users' installs have compiled bytecode (pip compiles at install); this machine sets
+    # PYTHONDONTWRITEBYTECODE, which would make every run recompile our modules.
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
     src = str(Path(__file__).resolve().parents[1])
     e["PYTHONPATH"] = src + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     if extra:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from gitpilot import __version__
 from gitpilot.errors import PilotError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # name -> "module:attribute" of a click command; imported only when that command runs.
 COMMANDS: dict[str, str] = {
@@ -110,6 +111,8 @@ def _rearm_quota_helper() -> None:
 
 
 def _crash_log() -> Path:
+    import tempfile
+    import traceback
     try:
         from gitpilot.repo import Repo
 

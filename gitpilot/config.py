@@ -13,11 +13,13 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gitpilot.errors import PilotError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs import time on hot paths
+    from typing import Any
 
 TOML_NAME = ".gitpilot.toml"
 LEGACY_NAME = ".autopilot/config.json"
@@ -89,28 +91,47 @@ _TYPE_WORDS = {
 }
 
 
-@dataclass(frozen=True)
 class CheckSpec:
     """One configured check."""
 
-    name: str
-    run: str
-    timeout_minutes: float | None = None
-    env: tuple[str, ...] = ()
-    reuse: str = "same-platform"
-    index: int = 0  # 1-based position in the config
+    __slots__ = ("name", "run", "timeout_minutes", "env", "reuse", "index")
+
+    def __init__(self, name: str, run: str, timeout_minutes: float | None = None, env: tuple[str, ...] = (),
+                 reuse: str = "same-platform", index: int = 0) -> None:
+        self.name = name
+        self.run = run
+        self.timeout_minutes = timeout_minutes
+        self.env = tuple(env)
+        self.reuse = reuse
+        self.index = index  # 1-based position in the config
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.run, self.timeout_minutes, self.env, self.reuse, self.index)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CheckSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"CheckSpec(name={self.name!r}, run={self.run!r})"
 
 
-@dataclass(frozen=True)
 class Config:
     """The validated configuration of one repository."""
 
-    values: Mapping[str, Any]
-    checks: tuple[CheckSpec, ...] = ()
-    source: str = "default"  # "toml", "v0.4" or "default"
-    path: Path | None = None
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-    raw: Mapping[str, Any] = field(default_factory=dict)
+    __slots__ = ("values", "checks", "source", "path", "warnings", "raw")
+
+    def __init__(self, values: Mapping[str, Any], checks: tuple[CheckSpec, ...] = (), source: str = "default",
+                 path: Path | None = None, warnings: tuple[str, ...] = (),
+                 raw: Mapping[str, Any] | None = None) -> None:
+        self.values = values
+        self.checks = tuple(checks)
+        self.source = source  # "toml", "v0.4" or "default"
+        self.path = path
+        self.warnings = tuple(warnings)
+        self.raw = raw if raw is not None else {}
 
     def get(self, key: str) -> Any:
         if key in self.values:

@@ -52,8 +52,7 @@ def run_git(
             cwd=cwd,
             input=input,
             env=clean_env(env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
         )
     except FileNotFoundError as exc:
         raise PilotError("git is not installed or not on PATH") from exc

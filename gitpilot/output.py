@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TextIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 _COLOURS = {"green": "\x1b[32m", "red": "\x1b[31m", "yellow": "\x1b[33m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
 _RESET = "\x1b[0m"

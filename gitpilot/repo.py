@@ -11,16 +11,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
+import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from gitpilot.errors import PilotError
-from gitpilot.gitrun import clean_env, first_line, run_git
+from gitpilot.gitrun import first_line, run_git
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and pygit2 cost import time on hot paths
+    from typing import Any
+
     import pygit2
 
 ZERO_OID = "0" * 40
@@ -28,31 +29,48 @@ _DELTA_NAMES = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "
                 "T": "typechange"}
 
 
-@dataclass(frozen=True)
 class TreeEntry:
     """One entry of a git tree: name (bytes, as git stores it), mode, object id."""
 
-    name: bytes
-    mode: int
-    oid: str
+    __slots__ = ("name", "mode", "oid")
+
+    def __init__(self, name: bytes, mode: int, oid: str) -> None:
+        self.name = name
+        self.mode = mode
+        self.oid = oid
 
     @property
     def is_tree(self) -> bool:
         return self.mode == 0o040000
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TreeEntry) and (self.name, self.mode, self.oid) == (other.name, other.mode, other.oid)
 
-@dataclass(frozen=True)
+    def __hash__(self) -> int:
+        return hash((self.name, self.mode, self.oid))
+
+    def __repr__(self) -> str:
+        return f"TreeEntry({self.name!r}, {self.mode:o}, {self.oid})"
+
+
 class FileChange:
     """One changed file of a tree diff (renames detected). ``lines``: (``+``/``-``, line number,
     text) of changed lines, bounded in bytes per file; ``added``/``deleted`` always count all."""
 
-    old_path: str | None  # None: added
-    new_path: str | None  # None: deleted
-    status: str  # added, deleted, modified, renamed, copied, typechange
-    added: int
-    deleted: int
-    binary: bool
-    lines: tuple[tuple[str, int, str], ...] = ()
+    __slots__ = ("old_path", "new_path", "status", "added", "deleted", "binary", "lines")
+
+    def __init__(self, old_path: str | None, new_path: str | None, status: str, added: int, deleted: int,
+                 binary: bool, lines: tuple[tuple[str, int, str], ...] = ()) -> None:
+        self.old_path = old_path  # None: added
+        self.new_path = new_path  # None: deleted
+        self.status = status  # added, deleted, modified, renamed, copied, typechange
+        self.added = added
+        self.deleted = deleted
+        self.binary = binary
+        self.lines = lines
+
+    def __repr__(self) -> str:
+        return f"FileChange({self.status} {self.old_path!r} -> {self.new_path!r} +{self.added} -{self.deleted})"
 
 
 def _unsupported(stderr: str) -> str | None:
@@ -213,14 +231,19 @@ class Repo:
         workdir = self.workdir
         tmpdir = self.git_dir / "pilot" / "tmp"
         tmpdir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="index-", dir=tmpdir)
-        os.close(fd)
+        # A private name per process: concurrent checks in one worktree never share it.
+        tmp = str(tmpdir / f"index-{os.getpid()}-{time.monotonic_ns()}")
         try:
             index = self.git_dir / "index"
-            if index.exists():
+            # git replaces an index through "<file>.lock" and a rename, never in place, so a
+            # hard link starts us from the user's index (and its stat cache) without copying it,
+            # and the user's file is never written.
+            try:
+                os.link(index, tmp)
+            except FileNotFoundError:
+                pass  # no index yet: start empty
+            except OSError:
                 shutil.copyfile(index, tmp)
-            else:
-                os.unlink(tmp)
             env = {"GIT_INDEX_FILE": tmp}
             add = run_git(["add", "-A", "--", "."], workdir, env=env, check=False)
             if add.returncode != 0:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT, pilot_on_path  # noqa: F401
 
 MAN_SOURCE = REPO_ROOT / "man" / "git-pilot.1"

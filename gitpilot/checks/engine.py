@@ -11,9 +11,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gitpilot import output
 from gitpilot.checks.records import CHECKS_REF, Record, judge, key_hash, new_record, parse_body, this_platform
@@ -22,37 +20,50 @@ from gitpilot.errors import PilotError
 from gitpilot.repo import Repo
 from gitpilot.store.notes import NotesStore
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 _TASK_RE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
 
 
-@dataclass(frozen=True)
 class CheckOptions:
-    force: bool = False
-    only: str | None = None
-    bail: bool = False
-    json: bool = False
-    explain: bool = False
+    """What the command line asked for."""
+
+    __slots__ = ("force", "only", "bail", "json", "explain")
+
+    def __init__(self, force: bool = False, only: str | None = None, bail: bool = False, json: bool = False,
+                 explain: bool = False) -> None:
+        self.force = force
+        self.only = only
+        self.bail = bail
+        self.json = json
+        self.explain = explain
 
 
-@dataclass
 class Outcome:
-    check: CheckSpec
-    result: str  # "pass" / "fail"
-    reused: Record | None = None
-    seconds: float = 0.0
-    exit_code: int | None = None
-    timed_out: bool = False
-    log_path: Path | None = None
-    log_size: int = 0
-    excerpt: list[str] = field(default_factory=list)
-    excerpt_shown: int = 0
-    excerpt_total: int = 0
-    passed_count: int | None = None
-    recorded: bool = False
-    not_recorded_reason: str = ""
-    flaky: bool = False
-    reason: str = ""
-    minutes: float = 0.0
+    """What happened to one check in this invocation."""
+
+    def __init__(self, check: CheckSpec, result: str, reused: Record | None = None, seconds: float = 0.0,
+                 exit_code: int | None = None, timed_out: bool = False, log_path: Path | None = None,
+                 log_size: int = 0, flaky: bool = False, reason: str = "", minutes: float = 0.0) -> None:
+        self.check = check
+        self.result = result  # "pass" / "fail"
+        self.reused = reused
+        self.seconds = seconds
+        self.exit_code = exit_code
+        self.timed_out = timed_out
+        self.log_path = log_path
+        self.log_size = log_size
+        self.excerpt: list[str] = []
+        self.excerpt_shown = 0
+        self.excerpt_total = 0
+        self.passed_count: int | None = None
+        self.recorded = False
+        self.not_recorded_reason = ""
+        self.flaky = flaky
+        self.reason = reason
+        self.minutes = minutes
 
 
 def current_task() -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from gitpilot import __version__
 from gitpilot.config import CheckSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CHECKS_REF = "refs/notes/pilot/checks"
 RECORD_VERSION = 1
@@ -51,22 +53,36 @@ def this_platform() -> str:
     return f"{u.sysname}-{u.machine}"
 
 
-@dataclass(frozen=True)
 class Record:
     """One run of one check on one tree."""
 
-    check: str
-    cmd: str
-    key: str
-    result: str  # "pass" or "fail"
-    secs: float
-    time: str
-    email: str
-    host: str
-    platform: str
-    version: str
-    exit: int | None = None
-    remote: str | None = None  # set on lines that arrived from another clone
+    __slots__ = ("check", "cmd", "key", "result", "secs", "time", "email", "host", "platform", "version",
+                 "exit", "remote")
+
+    def __init__(self, check: str, cmd: str, key: str, result: str, secs: float, time: str, email: str,
+                 host: str, platform: str, version: str, exit: int | None = None,
+                 remote: str | None = None) -> None:
+        self.check = check
+        self.cmd = cmd
+        self.key = key
+        self.result = result  # "pass" or "fail"
+        self.secs = secs
+        self.time = time
+        self.email = email
+        self.host = host
+        self.platform = platform
+        self.version = version
+        self.exit = exit
+        self.remote = remote  # set on lines that arrived from another clone
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Record) and self.to_line() == other.to_line()
+
+    def __hash__(self) -> int:
+        return hash(self.to_line())
+
+    def __repr__(self) -> str:
+        return f"Record({self.to_line()})"
 
     def to_line(self) -> str:
         data: dict[str, Any] = {
@@ -141,13 +157,15 @@ def new_record(check: CheckSpec, key: str, result: str, secs: float, exit_code: 
     )
 
 
-@dataclass(frozen=True)
 class Verdict:
     """What the records of a tree say about one check."""
 
-    reusable: Record | None  # the pass that lets us skip the run
-    flaky: bool  # both a pass and a fail for this key on this tree
-    reason: str  # why it will be reused or run (for --explain)
+    __slots__ = ("reusable", "flaky", "reason")
+
+    def __init__(self, reusable: Record | None, flaky: bool, reason: str) -> None:
+        self.reusable = reusable  # the pass that lets us skip the run
+        self.flaky = flaky  # both a pass and a fail for this key on this tree
+        self.reason = reason  # why it will be reused or run (for --explain)
 
 
 def judge(records: Iterable[Record], check: CheckSpec, key: str, platform: str,

@@ -83,12 +83,11 @@ class NotesStore:
     def add_lines(self, entries: Mapping[str, Iterable[str | bytes]], message: str) -> None:
         """Union the given lines into each object's note (sorted, unique)."""
         new = {oid: union_lines(b"\n".join(_b(x) for x in lines)) for oid, lines in entries.items()}
-        self.update({oid: (lambda old, add=body: union_lines(old, add)) for oid, body in new.items()},
-                    message)
+        self.update({oid: _union_with(body) for oid, body in new.items()}, message)
 
     def put(self, entries: Mapping[str, bytes], message: str) -> None:
         """Replace each object's note body."""
-        self.update({oid: (lambda _old, body=body: body) for oid, body in entries.items()}, message)
+        self.update({oid: _replace_with(body) for oid, body in entries.items()}, message)
 
     def update(self, mutations: Mapping[str, Mutation], message: str) -> None:
         """Apply mutations (old body or None -> new body or None to delete) in one commit, CAS."""
@@ -195,6 +194,20 @@ class NotesStore:
             elif not e.is_tree and _HEX40.match(name):
                 result[name.decode()] = e.oid
         return result
+
+
+def _union_with(add: bytes) -> Mutation:
+    def mutate(old: bytes | None) -> bytes | None:
+        return union_lines(old, add)
+
+    return mutate
+
+
+def _replace_with(body: bytes) -> Mutation:
+    def mutate(_old: bytes | None) -> bytes | None:
+        return body
+
+    return mutate
 
 
 def _b(x: str | bytes) -> bytes:
