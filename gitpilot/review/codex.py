@@ -42,6 +42,7 @@ ROUND_TIMEOUT = 60 * 60.0
 _FINDING = re.compile(r"^\s*-\s*\[P\d+\]", re.M)
 _HEADER = re.compile(r"^\s*(Review comment|Full review comments):\s*$", re.M)
 _INTERRUPTED = "Review was interrupted"
+_ERROR_PREFIX = re.compile(r"^ERROR:\s*")
 
 
 @dataclass
@@ -304,7 +305,7 @@ def _failure(stdout: str, stderr: str, code: int) -> str:
     try:
         verdict = classify(stderr + "\n" + stdout, now())
         if verdict.kind != "unknown" and verdict.evidence:
-            return f"{verdict.kind}: {verdict.evidence}"
+            return f"{verdict.kind}: {_ERROR_PREFIX.sub('', verdict.evidence)}"
     except (ValueError, KeyError):
         pass
     errors = [ln.strip() for ln in (stderr + "\n" + stdout).splitlines() if ln.strip().startswith("ERROR")]
