@@ -265,3 +265,18 @@ def test_each_delivered_message_is_accounted_in_the_efficiency_ledger(
     assert continuation["delivered"] <= 512
     assert continuation["delivered"] + continuation["avoided"] > capsule["delivered"] - 10
     assert 0 < delta["delivered"] < capsule["delivered"] and delta["avoided"] > 0
+
+
+def test_a_new_instruction_file_is_given_in_full_and_a_deleted_source_is_named(
+    repo: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _started(repo, fakes, monkeypatch, capsys)
+    (repo / "AGENTS.md").write_text("# Agents\n\n## Commits\n\nSign off every commit with -s.\n")
+    git(repo, "rm", "-q", "docs/gadgets.md")
+    res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
+    assert res.code == 0, res.err
+    delta = (repo / ".git" / "pilot" / f"delta-{tid_of(TASK)}.md").read_text()
+    assert "## `AGENTS.md`: new" in delta
+    assert "## Commits\n\nSign off every commit with -s.\n" in delta
+    assert "## `docs/gadgets.md`: removed" in delta
+    assert "Widgets" not in delta  # untouched sources stay out

@@ -218,7 +218,7 @@ def _source_change(path: str, o: Mapping[str, Any] | None, n: Mapping[str, Any] 
     if n["status"] in _UNREADABLE:
         return SourceChange(path, "status", (o or {}).get("blob", ""), n["blob"], n["status"], roles,
                             note=f"now {n['status']}: not read")
-    kind = "added" if o is None else "modified"
+    kind = "added" if o is None or o["status"] == "missing" or not o["blob"] else "modified"
     old_secs = (_sections_of(o) or []) if o is not None else []
     new_secs = _sections_of(n)
     text = None
@@ -349,4 +349,4 @@ def _section_lines(path: str, s: SectionChange) -> list[str]:
     if s.text is None:
         return [f"- {label} (not shown)"]
     fence = _fence(s.text)
-    return ["", f"### {label}", fence, s.text.rstrip("\n"), fence, ""]
+    return ["", f"### {label}", fence, s.text.rstrip("\n"), fence]
