@@ -43,6 +43,8 @@ K1 = 1.2
 B = 0.75
 SUBTREE_WEIGHT = 0.85
 RELATIVE_CUT = 0.4
+OUTLIER_FACTOR = 2.0  # the cut is measured against at most twice the runner-up file's best
+RUNNER_UP = 3
 SYNONYM_WEIGHT = 0.35
 HEADING_WEIGHT = 3
 ID_WEIGHT = {"ref": 3.0, "path": 2.0}
@@ -595,7 +597,7 @@ def select(
     # "Close to the best" is measured against the best section that can be shown at all.
     ranked = sorted(nodes, key=lambda n: (-n.score, docs[n.doc].path, n.sec))
     best = next((n.score for n in ranked if sizes.of(docs, (n.doc, n.sec), "own") <= max_section_bytes), 0.0)
-    cut = RELATIVE_CUT * best
+    cut = RELATIVE_CUT * min(best, OUTLIER_FACTOR * _runner_up(docs, ranked))
     chosen: dict[tuple[int, int], str] = {}  # (doc, sec) -> "tree" | "own"
     used = 0
     prior_used = 0
@@ -650,6 +652,21 @@ def select(
     return Selection(
         picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids], doc_best, best
     )
+
+
+def _runner_up(docs: Sequence[Doc], ranked: Sequence[_Node]) -> float:
+    """The score of the best section in the ``RUNNER_UP``-th best file (the best when there are fewer).
+
+    One section that names the task's identifier (an ADR number, a function) can score far
+    above everything else; "close to the best" then measures against the field, not the outlier.
+    """
+    seen: list[int] = []
+    for n in ranked:
+        if n.doc not in seen:
+            seen.append(n.doc)
+            if len(seen) == RUNNER_UP:
+                return n.score
+    return ranked[0].score if ranked else 0.0
 
 
 class _Sizes:
