@@ -102,6 +102,25 @@ def test_installed_hooks_record_budgets_on_commit_and_amend(tmp_path: Path) -> N
     assert (note(repo, amended)["class"], note(repo, amended)["rounds"]) == ("small", 1)
 
 
+def test_pre_push_records_budgets_and_never_fails_for_want_of_a_base(tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    repo = feature(tmp_path)
+    git(repo, "remote", "add", "origin", str(remote))
+    assert run_pilot("hooks", "install", cwd=repo).returncode == 0
+    (repo / "src/app.py").write_text("X = 2\n")
+    git(repo, "commit", "-qam", "small")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    _git_env(repo, {}, "push", "-q", "origin", "feature")  # pre-push records in the foreground
+    assert (note(repo, head)["class"], note(repo, head)["rounds"]) == ("small", 1)
+    # A repository with no main, master, origin/HEAD or base_branch: the push still goes through.
+    git(repo, "branch", "-m", "main", "trunk")
+    (repo / "src/app.py").write_text("X = 3\n")
+    git(repo, "commit", "-qam", "more")
+    _git_env(repo, {}, "push", "-q", "origin", "feature")
+    assert git(remote, "rev-parse", "feature").strip() == git(repo, "rev-parse", "HEAD").strip()
+
+
 def _git_env(repo: Path, env: dict[str, str], *args: str) -> None:
     import os
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from gitpilot.errors import PilotError
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and dataclasses cost import time on the hooks' path
+    from typing import Any
+
     from gitpilot.config import Config
     from gitpilot.repo import FileChange, Repo
 
@@ -37,22 +38,27 @@ MAX_REASONS = 12
 V04_MAX_ROUNDS = 3
 
 
-@dataclass(frozen=True)
 class Rules:
     """The ``[reviewer]`` settings, validated."""
 
-    adaptive: bool = True
-    max_rounds: int = 2
-    small_rounds: int = 1
-    normal_rounds: int = 2
-    high_risk_rounds: int = 2
-    high_risk_paths: tuple[str, ...] = ()
-    high_risk_keywords: tuple[str, ...] = ()
+    __slots__ = ("adaptive", "max_rounds", "small_rounds", "normal_rounds", "high_risk_rounds",
+                 "high_risk_paths", "high_risk_keywords")
+
+    def __init__(self, adaptive: bool = True, max_rounds: int = 2, small_rounds: int = 1,
+                 normal_rounds: int = 2, high_risk_rounds: int = 2, high_risk_paths: tuple[str, ...] = (),
+                 high_risk_keywords: tuple[str, ...] = ()) -> None:
+        self.adaptive = adaptive
+        self.max_rounds = max_rounds
+        self.small_rounds = small_rounds
+        self.normal_rounds = normal_rounds
+        self.high_risk_rounds = high_risk_rounds
+        self.high_risk_paths = high_risk_paths
+        self.high_risk_keywords = high_risk_keywords
 
     def fingerprint(self) -> str:
         """A short checksum of the rules (stable across runs: zlib, never ``hash()``)."""
-        body = json.dumps(asdict(self), sort_keys=True).encode("utf-8")
-        return f"{zlib.crc32(body):08x}"
+        values = {name: getattr(self, name) for name in self.__slots__}
+        return f"{zlib.crc32(json.dumps(values, sort_keys=True).encode('utf-8')):08x}"
 
 
 def rules_from_config(cfg: Config) -> Rules:
@@ -76,22 +82,30 @@ def rules_from_config(cfg: Config) -> Rules:
                  high_risk_keywords=tuple(cfg.get("reviewer.high_risk_keywords")), **values)
 
 
-@dataclass(frozen=True)
 class Budget:
     """A change's review budget: class, rounds, and the reasons in words."""
 
-    base: str
-    merge_base: str | None
-    tree: str
-    cls: str
-    rounds: int
-    max_rounds: int
-    adaptive: bool
-    reasons: tuple[str, ...]
-    files: int = 0
-    changed_lines: int = 0
-    binaries: tuple[str, ...] = field(default_factory=tuple)
-    high_risk: tuple[str, ...] = field(default_factory=tuple)
+    __slots__ = ("base", "merge_base", "tree", "cls", "rounds", "max_rounds", "adaptive", "reasons", "files",
+                 "changed_lines", "binaries", "high_risk")
+
+    def __init__(self, base: str, merge_base: str | None, tree: str, cls: str, rounds: int, max_rounds: int,
+                 adaptive: bool, reasons: tuple[str, ...], files: int = 0, changed_lines: int = 0,
+                 binaries: tuple[str, ...] = (), high_risk: tuple[str, ...] = ()) -> None:
+        self.base = base
+        self.merge_base = merge_base
+        self.tree = tree
+        self.cls = cls
+        self.rounds = rounds
+        self.max_rounds = max_rounds
+        self.adaptive = adaptive
+        self.reasons = reasons
+        self.files = files
+        self.changed_lines = changed_lines
+        self.binaries = binaries
+        self.high_risk = high_risk
+
+    def __repr__(self) -> str:
+        return f"Budget({self.cls}, {self.rounds} round(s) against {self.base})"
 
     def to_json(self) -> dict[str, Any]:
         return {"base": self.base, "merge_base": self.merge_base, "tree": self.tree, "class": self.cls,
@@ -262,18 +276,22 @@ def read_note(repo: Repo, commit: str) -> dict[str, Any] | None:
 
 
 def record_for_commit(repo: Repo, commit: str) -> Budget | None:
-    """Record ``commit``'s budget as a note in refs/notes/pilot/review; None when the note is current.
+    """Record ``commit``'s budget as a note in refs/notes/pilot/review; None when nothing was written.
 
-    The note is current when it names the same base, merge base and rules: a commit's tree never
-    changes, so nothing else can change its budget.
+    Nothing is written when the note is current (same base, merge base and rules: a commit's tree
+    never changes, so nothing else can change its budget), or when there is no base branch or the
+    review config is refused: the hooks (pre-push runs in the foreground) must never fail for that.
     """
     from gitpilot.config import load
     from gitpilot.store.notes import NotesStore
 
-    commit = _commit_of(repo, commit, f"no such commit: {commit}")
-    cfg = load(repo.workdir)
-    rules = rules_from_config(cfg)
-    name, base_commit = resolve_base(repo, cfg)
+    try:
+        commit = _commit_of(repo, commit, f"no such commit: {commit}")
+        cfg = load(repo.workdir)
+        rules = rules_from_config(cfg)
+        name, base_commit = resolve_base(repo, cfg)
+    except PilotError:
+        return None  # no base branch, or a config `review-budget` refuses: a hook records nothing, quietly
     mb = merge_base(repo, base_commit, commit)
     old = read_note(repo, commit)
     if old is not None and (old.get("base"), old.get("merge_base"), old.get("rules")) == \
