@@ -39,6 +39,9 @@ JSON_OUTPUT = "json-output"  # a machine-readable result (session id, error flag
 REVIEW = "review"  # a native code review against a base branch
 REVIEW_JSON = "review-json"  # the same, as JSON events
 
+ALL_FEATURES = frozenset({PRINT, RESUME, PRINT_RESUME, BACKGROUND, BACKGROUND_RESUME, SESSION_ID, ALLOWED_TOOLS,
+                          LIST_SESSIONS, STOP, JSON_OUTPUT, REVIEW, REVIEW_JSON})
+
 HELP_TIMEOUT = 20.0
 
 

@@ -166,10 +166,9 @@ def _assumed(ctx: _Ctx) -> Features:
     """The installed features, or (to show a command when the CLI is missing) every feature."""
     if ctx.features.installed:
         return ctx.features
-    from gitpilot.agents import base
+    from gitpilot.agents.base import ALL_FEATURES
 
-    every = {v for k, v in vars(base).items() if k.isupper() and isinstance(v, str) and k not in ("PRINT",)}
-    return Features(False, None, None, frozenset(every | {base.PRINT}))
+    return Features(False, None, None, ALL_FEATURES)
 
 
 def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Path]:
