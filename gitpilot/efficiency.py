@@ -239,11 +239,6 @@ def _table(mechanisms: dict[str, dict[str, Any]], total: dict[str, Any]) -> list
 
 
 def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            return f"{value:.1f} {unit}"
-    return f"{n} B"
+    from gitpilot.checks.engine import human_size
+
+    return human_size(n)

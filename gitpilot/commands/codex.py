@@ -7,6 +7,11 @@ from pathlib import Path
 
 import click
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitpilot.review.codex import ReviewReport
+    from gitpilot.review.plan import PlanReport
+
 
 @click.group("codex", help="Codex review rounds within the review budget, and planning at most once.")
 def command() -> None:
@@ -20,17 +25,10 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def review_command(base: str | None, ident: str | None, as_json: bool) -> int:
     """Run one `codex review --base B` round if the budget has one left; stop once a round finds nothing."""
-    from gitpilot.output import out
     from gitpilot.repo import Repo
     from gitpilot.review.codex import review
 
-    report = review(Repo.discover(Path.cwd()), base, ident)
-    if as_json:
-        out(json.dumps(report.to_json(), sort_keys=True, ensure_ascii=False))
-    else:
-        for line in report.lines:
-            out(line)
-    return 1 if report.action == "failed" else 0
+    return _show(review(Repo.discover(Path.cwd()), base, ident), as_json)
 
 
 @command.command("plan")
@@ -39,11 +37,15 @@ def review_command(base: str | None, ident: str | None, as_json: bool) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def plan_command(force: bool, ident: str | None, as_json: bool) -> int:
     """Ask Codex for a plan once per task (only with [planner] enabled = true)."""
-    from gitpilot.output import out
     from gitpilot.repo import Repo
     from gitpilot.review.plan import plan
 
-    report = plan(Repo.discover(Path.cwd()), ident, force)
+    return _show(plan(Repo.discover(Path.cwd()), ident, force), as_json)
+
+
+def _show(report: ReviewReport | PlanReport, as_json: bool) -> int:
+    from gitpilot.output import out
+
     if as_json:
         out(json.dumps(report.to_json(), sort_keys=True, ensure_ascii=False))
     else:

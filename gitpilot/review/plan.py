@@ -149,22 +149,21 @@ def _ask(repo: Repo, tid: str, task_text: str) -> PlanReport:
 
 
 def _plan_text(stdout: str) -> str:
-    """The last agent message of ``codex exec --json`` events; plain stdout otherwise."""
-    message = None
-    saw_json = False
-    for line in stdout.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        saw_json = True
-        item = event.get("item") if isinstance(event, dict) else None
-        text = item.get("text") if isinstance(item, dict) and item.get("type") == "agent_message" else None
-        if isinstance(text, str):
-            message = text
-    if message is not None:
-        return message
-    return "" if saw_json else stdout
+    """The last agent message of ``codex exec --json`` events; plain stdout when it printed no events."""
+    events = [e for e in map(_event, stdout.splitlines()) if e is not None]
+    items = [e.get("item") for e in events]
+    texts = [i["text"] for i in items if isinstance(i, dict) and i.get("type") == "agent_message"
+             and isinstance(i.get("text"), str)]
+    if texts:
+        return str(texts[-1])
+    return "" if events else stdout
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    if not line.lstrip().startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
