@@ -43,15 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import common
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "capsule"
-
-PINNED_ENV = {
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-    "GIT_AUTHOR_DATE": "2024-06-01T12:00:00+00:00", "GIT_COMMITTER_DATE": "2024-06-01T12:00:00+00:00",
-    "GIT_CONFIG_NOSYSTEM": "1", "NO_COLOR": "1",
-}
 
 DEFAULT_FILES = ["*.md", "*.mdx"]
 DEFAULT_INSTRUCTIONS = ["CLAUDE.md", "AGENTS.md"]
@@ -137,17 +132,8 @@ def load_scenarios(fixtures: Path, names: list[str]) -> list[Scenario]:
 # --------------------------------------------------------------------------- repositories
 
 
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(PINNED_ENV)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if extra:
-        env.update(extra)
-    return env
-
-
 def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
-    return subprocess.run(["git", *args], cwd=repo, env=env or git_env(), check=True,
+    return subprocess.run(["git", *args], cwd=repo, env=env or common.env(), check=True,
                           capture_output=True).stdout
 
 
@@ -465,7 +451,7 @@ def pinned_process_env(home: Path) -> Iterator[None]:
     saved = dict(os.environ)
     for key in [k for k in os.environ if k.startswith("GIT_")]:
         del os.environ[key]
-    os.environ.update(PINNED_ENV)
+    os.environ.update(common.PINNED)
     os.environ["HOME"] = str(home)
     try:
         yield
@@ -625,20 +611,10 @@ def pilot_shim(bin_dir: Path) -> Path:
     """A ``git-pilot`` on PATH that runs this checkout with the real interpreter (no shim cost)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     shim = bin_dir / "git-pilot"
-    python = os.path.realpath(sys.executable)
+    python = common.real_python()
     shim.write_text(f'#!/bin/sh\nexec "{python}" -m gitpilot "$@"\n')
     shim.chmod(0o755)
     return shim
-
-
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        why = proc.stderr.decode(errors="replace")[:300]
-        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {why}")
-    return elapsed
 
 
 def cli_available(env: dict[str, str], cwd: Path) -> str | None:
@@ -651,7 +627,7 @@ def cli_available(env: dict[str, str], cwd: Path) -> str | None:
 def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[str, Any]:
     bin_dir = work / "bin"
     pilot_shim(bin_dir)
-    env = git_env({"HOME": str(work / "home"), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"})
+    env = common.env({"HOME": str(work / "home"), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"})
     note = cli_available(env, root)
     if note:
         return {"note": note}
@@ -664,19 +640,12 @@ def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[s
     for i in range(3):
         fresh = work / f"cold-{i}"
         git(work, "clone", "-q", "--no-local", str(root), str(fresh))
-        cold_status.append(timed(status, fresh, env))
-        cold.append(timed(capsule, fresh, env))
+        cold_status.append(common.timed(status, fresh, env))
+        cold.append(common.timed(capsule, fresh, env))
         shutil.rmtree(fresh)
-    for _ in range(2):  # warm-up: the first runs fill caches
-        timed(capsule, root, env)
-        timed(status, root, env)
-    warm: list[float] = []
-    plain: list[float] = []
-    for _ in range(rounds):
-        warm.append(timed(capsule, root, env))
-        plain.append(timed(status, root, env))
-    warm_med = statistics.median(warm)
-    plain_med = statistics.median(plain)
+    # the first (warm-up) runs fill the caches; then capsule and git status alternate
+    med = common.alternate({"capsule": (capsule, root, env), "status": (status, root, env)}, rounds, warmup=2)
+    warm_med, plain_med = med["capsule"], med["status"]
     return {
         "files": len(tracked(root)),
         "cold_seconds": round(statistics.median(cold), 3),
