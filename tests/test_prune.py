@@ -418,3 +418,15 @@ def test_a_called_codex_mcp_server_is_not_proposed(repo: Path, fake_codex: Path)
     )
     found = propose_json(repo)
     assert "codex-mcp-tracker" not in found and found["codex-mcp-unused"]["ready"] is True
+
+
+def test_claude_config_dir_is_honoured(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claude_sessions(repo, 5)  # under ~/.claude: not read once CLAUDE_CONFIG_DIR points elsewhere
+    custom = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(custom))
+    assert propose_json(repo) == {}
+    (custom / "projects").mkdir(parents=True)
+    (home() / ".claude" / "projects").rename(custom / "projects" / "moved")
+    for f in (custom / "projects" / "moved").iterdir():
+        f.rename(custom / "projects" / f.name)
+    assert "claude-tool-WebSearch" in propose_json(repo)

@@ -76,9 +76,22 @@ def claude_project_key(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", str(path))
 
 
+def claude_dir(home: Path) -> Path:
+    """Claude Code's configuration directory: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(env) if env else home / ".claude"
+
+
+def claude_json(home: Path) -> Path:
+    """Claude Code's state file with per-project MCP servers: ``~/.claude.json`` (or inside
+    ``$CLAUDE_CONFIG_DIR``)."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(env) / ".claude.json" if env else home / ".claude.json"
+
+
 def claude_transcripts(home: Path, root: Path) -> list[Path]:
     """Session transcripts of sessions started in ``root`` or below it."""
-    base = home / ".claude" / "projects"
+    base = claude_dir(home) / "projects"
     key = claude_project_key(root)
     if not base.is_dir():
         return []
