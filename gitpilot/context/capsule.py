@@ -878,7 +878,7 @@ def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> Capsu
     )
     from gitpilot.context.warm import save_stamp
 
-    save_stamp(repo, state, manifest)
+    save_stamp(repo, state, manifest, body)
     return CapsuleResult(
         text, manifest, md_path, False, manifest["baseline_bytes"], len(body), state.task_id, json_path
     )

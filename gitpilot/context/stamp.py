@@ -10,33 +10,50 @@ files with the same blob ids, every probed file has the same stat signature, and
 on disk still has its hash. Anything else falls back to the full check in ``warm``: a stamp can
 only make a run faster, never serve a capsule the fingerprint would reject.
 
-Imports: os, json, hashlib, subprocess (and blake3 for the task id); no pygit2, no markdown-it,
+Imports: os and json (blake3 for the task id and the capsule's hash, hashlib only for a dirty file); no pygit2, no markdown-it,
 no config or redaction module.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterable, Mapping
 
 STAMP_FORMAT = 1
 CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
-_ENV_BLOCKERS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+# Variables that point git at another repository, index or object store (a calling hook's):
+# with any of them set the express path steps aside for the full one.
+_ENV_BLOCKERS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_QUARANTINE_PATH",
+)
 
 
-class Hit(NamedTuple):
-    """A capsule served by its stamp (a NamedTuple: dataclasses cost an import on this path)."""
+class Hit:
+    """A capsule served by its stamp (a plain class: NamedTuple and dataclass cost imports here)."""
 
-    task_id: str
-    md_path: Path
-    json_path: Path
-    body: bytes
-    stamp: dict[str, Any]
+    __slots__ = ("task_id", "md_path", "json_path", "body", "stamp")
+
+    def __init__(
+        self, task_id: str, md_path: Path, json_path: Path, body: bytes, stamp: dict[str, Any]
+    ) -> None:
+        self.task_id = task_id
+        self.md_path = md_path
+        self.json_path = json_path
+        self.body = body
+        self.stamp = stamp
 
 
 def signature(path: Path) -> list[int]:
@@ -81,25 +98,58 @@ def stamp_path(git_dir: Path, tid: str) -> Path:
 
 
 def git_blob_id(data: bytes) -> str:
+    import hashlib  # only when a context file is dirty: OpenSSL's start-up is not free
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def dirty_paths(root: Path) -> set[str] | None:
-    from gitpilot.gitrun import clean_env
+def content_hash(data: bytes) -> str:
+    """The stamp's hash of the capsule file (blake3: already loaded for the task id)."""
+    import blake3
 
+    return blake3.blake3(data).hexdigest()
+
+
+def dirty_paths(root: Path) -> set[str] | None:
+    """Tracked paths whose working-tree stat differs from the index (``git diff-files``)."""
+    out = _git(root, "diff-files", "--name-only", "-z")
+    if out is None:
+        return None
+    return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def _git(root: Path, *args: str) -> bytes | None:
+    """stdout of ``git -C root args`` (None on failure), spawned without importing subprocess.
+
+    ``find_repo`` has already refused an environment that points git elsewhere, so the
+    environment is passed as it is.
+    """
+    r, w = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDWR)
     try:
-        proc = subprocess.run(
-            ["git", "diff-files", "--name-only", "-z"],
-            cwd=root,
-            env=clean_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+        pid = os.posix_spawnp(
+            "git",
+            ["git", "-C", str(root), *args],
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, devnull, 0),
+                (os.POSIX_SPAWN_DUP2, w, 1),
+                (os.POSIX_SPAWN_DUP2, devnull, 2),
+                (os.POSIX_SPAWN_CLOSE, r),
+            ],
         )
     except OSError:
+        os.close(r)
         return None
-    if proc.returncode != 0:
-        return None
-    return {p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p}
+    finally:
+        os.close(w)
+        os.close(devnull)
+    chunks = []
+    with os.fdopen(r, "rb") as pipe:
+        while chunk := pipe.read(65536):
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
 
 
 def express(cwd: Path, task_text: str) -> Hit | None:
@@ -146,7 +196,7 @@ def express(cwd: Path, task_text: str) -> Hit | None:
         body = md_path.read_bytes()
     except OSError:
         return None
-    if hashlib.sha256(body).hexdigest() != stamp.get("capsule_sha256"):
+    if content_hash(body) != stamp.get("capsule_blake3"):
         return None
     return Hit(tid, md_path, git_dir / "pilot" / f"capsule-{tid}.json", body, stamp)
 
@@ -158,7 +208,7 @@ def write_stamp(
     *,
     index_sig: list[int],
     fingerprint: str,
-    capsule_sha256: str,
+    capsule: bytes,
     sources: Iterable[str],
     dirty: Mapping[str, str],
     probes: Iterable[str],
@@ -175,7 +225,7 @@ def write_stamp(
         "root": str(root),
         "index": index_sig,
         "fingerprint": fingerprint,
-        "capsule_sha256": capsule_sha256,
+        "capsule_blake3": content_hash(capsule),
         "sources": "\n".join(sorted(set(sources))),
         "dirty": dict(sorted(dirty.items())),
         "probes": probe_sigs,

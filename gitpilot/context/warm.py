@@ -147,7 +147,7 @@ def try_reuse(repo: Repo, state: State) -> CapsuleResult | None:
         return None
     if hashlib.sha256(body).hexdigest() != manifest.get("capsule_sha256"):
         return None  # edited by hand: rebuild
-    save_stamp(repo, state, manifest)
+    save_stamp(repo, state, manifest, body)
     return _result(state, manifest, body, md_path, json_path)
 
 
@@ -167,7 +167,7 @@ def probe_paths(state: State, extras: Iterable[str]) -> list[str]:
     return sorted(probes)
 
 
-def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any]) -> None:
+def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: bytes) -> None:
     """Write the express-path stamp for a capsule that the full check just accepted or built."""
     from gitpilot.context.stamp import write_stamp
 
@@ -180,7 +180,7 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any]) -> None:
         state.task_id,
         index_sig=state.index_sig,
         fingerprint=str(manifest.get("fingerprint")),
-        capsule_sha256=str(manifest.get("capsule_sha256")),
+        capsule=body,
         sources=sources,
         dirty=dirty,
         probes=probe_paths(state, extras),
@@ -208,7 +208,7 @@ def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Pat
     md_path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(md_path, body)
     _atomic_write(json_path, mbytes)
-    save_stamp(repo, state, manifest)
+    save_stamp(repo, state, manifest, body)
     return _result(state, manifest, body, md_path, json_path)
 
 
