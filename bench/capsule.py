@@ -644,7 +644,10 @@ def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[s
         cold.append(common.timed(capsule, fresh, env))
         shutil.rmtree(fresh)
     # the first (warm-up) runs fill the caches; then capsule and git status alternate
-    med = common.alternate({"capsule": (capsule, root, env), "status": (status, root, env)}, rounds, warmup=2)
+    # a bare interpreter start alternates too: the floor any Python entry point pays
+    bare = [common.real_python(), "-c", "pass"]
+    med = common.alternate({"capsule": (capsule, root, env), "status": (status, root, env),
+                            "python": (bare, root, env)}, rounds, warmup=2)
     warm_med, plain_med = med["capsule"], med["status"]
     return {
         "files": len(tracked(root)),
@@ -654,6 +657,7 @@ def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[s
         "warm_seconds": round(warm_med, 4),
         "git_status_seconds": round(plain_med, 4),
         "warm_ratio": round(warm_med / plain_med, 2),
+        "python_pass_seconds": round(med["python"], 4),
         "rounds": rounds,
     }
 
@@ -743,6 +747,8 @@ def render_speed(sp: dict[str, Any]) -> list[str]:
         f"  warm `git pilot capsule`: {sp['warm_seconds'] * 1000:.0f} ms vs `git status` "
         f"{sp['git_status_seconds'] * 1000:.0f} ms = {sp['warm_ratio']:.2f}x "
         f"(medians of {sp['rounds']} alternating runs)",
+        f"  for scale: a bare `python -c pass` took {sp['python_pass_seconds'] * 1000:.0f} ms in the same alternation "
+        f"({sp['python_pass_seconds'] / sp['git_status_seconds']:.1f}x git status)",
     ]
 
 
