@@ -194,3 +194,19 @@ def test_imports_of_memory_files_become_listed_memory(tmp_path: Path) -> None:
     assert "`docs/conventions.md` · sha256" in memory
     roles = {s["path"]: s["roles"] for s in res.manifest["sources"]}
     assert "import" in roles["docs/conventions.md"]
+
+
+def test_a_nested_instruction_file_applies_to_the_area_of_the_best_docs(tmp_path: Path) -> None:
+    repo = _repo(
+        tmp_path,
+        {
+            "packages/ui/AGENTS.md": "# UI package\n\n## Rules\n\nQuery the DOM by role in tests.\n",
+            "packages/parser/AGENTS.md": "# Parser package\n\n## Rules\n\nNever allocate in the lexer.\n",
+            "docs/ui/popups.md": "# Popups\n\nThe field picker popup opens with Ctrl+Space and closes with Esc.\n",
+            "docs/parser/lexer.md": "# Lexer\n\nTokens are byte spans.\n",
+        },
+    )
+    res = build_capsule(repo, "The field picker popup ignores the arrow keys and Esc")
+    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
+    assert "Query the DOM by role in tests." in mandatory
+    assert "Never allocate in the lexer." not in res.text

@@ -135,3 +135,33 @@ def test_excluded_lines_are_not_repeated() -> None:
     sel = select(docs, "alpha", excluded={"docs/a.md": [(5, 7)]})
     for p in sel.picks:
         assert p.end < 5
+
+
+def test_feedback_words_of_the_best_section_find_the_reference_page() -> None:
+    docs = _docs(
+        {
+            "docs/guides/reminders.md": (
+                "# Payment reminders\n\nWhen a payment fails we send reminder emails; this is "
+                "called dunning. Dunning emails follow the dunning send window.\n"
+            ),
+            "docs/reference/dunning.md": "# Dunning settings\n\n## Send window\n\n`dunning.window` limits dunning mail "
+            "to weekdays.\n",
+            "docs/other.md": "# Other\n\nInvoices and taxes.\n",
+            "docs/more.md": "# More\n\nExports and imports.\n",
+        }
+    )
+    sel = select(docs, "Reminder emails for failed payments arrive on Saturdays")
+    assert "docs/reference/dunning.md" in {p.path for p in sel.picks}
+
+
+def test_one_outlier_does_not_crowd_out_the_rest() -> None:
+    files = {
+        "docs/adr/0037-ordering.md": "# 0037: Event ordering\n\nADR 0037 ADR 0037 decides ordering of events.\n",
+        "docs/guides/retries.md": "# Delivery and retries\n\nRetried events may arrive out of order.\n",
+        "docs/a.md": "# A\n\nNothing.\n",
+        "docs/b.md": "# B\n\nStill nothing.\n",
+        "docs/c.md": "# C\n\nEvents are listed in the dashboard.\n",
+    }
+    sel = select(_docs(files), "Ordered retries for events, a follow-up to ADR 0037")
+    paths = [p.path for p in sel.picks]
+    assert paths[0] == "docs/adr/0037-ordering.md" and "docs/guides/retries.md" in paths

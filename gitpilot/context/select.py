@@ -422,7 +422,7 @@ def _feedback_terms(
     scored = []
     for t in cands:
         d = df.get(t, 0)
-        if d == 0 or d > total * FEEDBACK_MAX_DF or tf[t] < 2:
+        if d == 0 or d > max(total * FEEDBACK_MAX_DF, 3) or tf[t] < 2:
             continue
         scored.append((tf[t] * math.log(1 + (total - d + 0.5) / (d + 0.5)), t))
     scored.sort(key=lambda x: (-x[0], x[1]))
