@@ -280,7 +280,7 @@ def test_detached_refresh_never_slows_or_fails_the_checkout(tmp_path: Path) -> N
     (plug / "sitecustomize.py").write_text(
         "import time\n"
         "def refresh_section_maps(repo):\n"
-        "    time.sleep(1.5)\n"
+        "    time.sleep(3)\n"
         f"    open({str(done)!r}, 'a').write(repo.head() + '\\n')\n"
         "    raise RuntimeError('refresh broke')\n"
         "import gitpilot.context.cache as c\n"
@@ -293,9 +293,9 @@ def test_detached_refresh_never_slows_or_fails_the_checkout(tmp_path: Path) -> N
     res = sh(repo, "git", "checkout", "-q", "other", env=env)
     took = time.monotonic() - start
     assert res.returncode == 0 and res.stderr == ""
-    assert took < 1.2, took
+    assert took < 2.0, took  # a refresh in the foreground would take 3 s and more
     head = git(repo, "rev-parse", "HEAD").strip()
-    for _ in range(100):
+    for _ in range(300):
         if done.exists() and (repo / ".git" / "pilot" / "logs" / "hooks.log").exists():
             break
         time.sleep(0.05)
