@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gitpilot.errors import PilotError
@@ -324,9 +324,14 @@ class Repo:
     def create_blob(self, data: bytes) -> str:
         return str(self.pygit2_repo().create_blob(data))
 
-    def diff_stats(self, old_tree: str | None, new_tree: str,
-                   max_line_bytes: int = 1 << 20) -> list[FileChange]:
-        """The changes from ``old_tree`` (None: the empty tree) to ``new_tree``, renames detected."""
+    def diff_stats(self, old_tree: str | None, new_tree: str, max_line_bytes: int = 1 << 18,
+                   max_total_bytes: int = 1 << 24,
+                   lines_for: Callable[[str], bool] | None = None) -> list[FileChange]:
+        """The changes from ``old_tree`` (None: the empty tree) to ``new_tree``, renames detected.
+
+        Changed-line texts are kept per file up to ``max_line_bytes``, in all up to
+        ``max_total_bytes``, and only for paths ``lines_for`` accepts; the counts are always complete.
+        """
         import pygit2
 
         pg = self.pygit2_repo()
@@ -341,6 +346,7 @@ class Repo:
             diff = new.diff_to_tree(context_lines=0, swap=True)
         diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
         changes = []
+        total = max_total_bytes
         for patch in diff:
             if patch is None:
                 continue
@@ -348,8 +354,10 @@ class Repo:
             kind = _DELTA_NAMES.get(delta.status_char(), "modified")
             _, added, deleted = patch.line_stats
             lines: list[tuple[str, int, str]] = []
-            budget = max_line_bytes
-            for hunk in patch.hunks if not delta.is_binary else ():
+            budget = min(max_line_bytes, total)
+            wanted = not delta.is_binary and budget > 0 and (
+                lines_for is None or lines_for(_raw_path(delta.new_file if kind != "deleted" else delta.old_file)))
+            for hunk in patch.hunks if wanted else ():
                 for ln in hunk.lines:
                     if ln.origin not in ("+", "-") or budget <= 0:
                         continue
@@ -357,6 +365,7 @@ class Repo:
                     budget -= len(raw)
                     number = ln.new_lineno if ln.origin == "+" else ln.old_lineno
                     lines.append((ln.origin, int(number), raw.decode("utf-8", "replace").rstrip("\r\n")))
+            total -= sum(len(t) for _, _, t in lines)
             changes.append(FileChange(
                 None if kind == "added" else _raw_path(delta.old_file),
                 None if kind == "deleted" else _raw_path(delta.new_file),

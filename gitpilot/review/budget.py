@@ -165,7 +165,10 @@ def compute_budget(repo: Repo, base: str | None = None) -> Budget:
 def budget_of(repo: Repo, rules: Rules, base_name: str, mb: str | None, tree: str) -> Budget:
     """The budget of ``tree`` against the merge base ``mb`` (None: no common history)."""
     old = repo.commit_tree_of(mb) if mb is not None else None
-    changes = [] if old == tree else repo.diff_stats(old, tree)
+    from gitpilot.review.risk import is_doc
+
+    # Line texts are only scanned in non-documentation files: only those are kept.
+    changes = [] if old == tree else repo.diff_stats(old, tree, lines_for=lambda path: not is_doc(path))
     return classify(changes, rules, base_name, mb, tree)
 
 
@@ -194,7 +197,7 @@ def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | 
                 findings.append(risk.Finding(_shown(c), 0, rule))
                 break
         else:
-            if not c.binary:
+            if not c.binary and len(findings) < MAX_REASONS:  # enough reasons: the class is settled
                 hit = risk.line_findings(str(c.new_path or c.old_path), c.lines, rules.high_risk_keywords)
                 if hit is not None:
                     findings.append(hit)
@@ -213,7 +216,7 @@ def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | 
         cls, class_rounds = "high-risk", rules.high_risk_rounds
         reasons.extend(f.reason() for f in findings[:MAX_REASONS])
         if len(findings) > MAX_REASONS:
-            reasons.append(f"... and {len(findings) - MAX_REASONS} more high-risk file(s)")
+            reasons.append(f"... and at least {len(findings) - MAX_REASONS} more high-risk file(s)")
     elif docs_only:
         cls, class_rounds = "docs", 0
         reasons.append("documentation only (.md .markdown .txt .rst .adoc) and nothing high-risk")

@@ -11,7 +11,7 @@ reason reads the same on every machine. Pure functions over paths and line texts
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitpilot.redact import contains_secret
@@ -223,14 +223,36 @@ def _keyword_re(keyword: str) -> re.Pattern[str]:
     return re.compile(left + re.escape(k) + right, re.IGNORECASE)
 
 
-def line_findings(path: str, lines: Iterable[tuple[str, int, str]],
+# Cheap pre-checks on lower-cased text, true for every line ``line_rule`` can match: a phrase needs
+# each of its words as a substring (camelCase and snake_case keep them), DDL and dynamic code
+# their keywords. Most files fail them all and are never tokenized or searched by regex.
+_NEEDLES: tuple[tuple[str, ...], ...] = (
+    *sorted({tuple(p.split()) for _, ps in _PHRASES for p in ps}),
+    *((w,) for w in ("create", "alter", "drop", "truncate", "grant", "revoke", "eval", "exec", "function",
+                     "__import__")),
+)
+
+
+def _may_match(low: str) -> bool:
+    return any(all(w in low for w in words) for words in _NEEDLES)
+
+
+def line_findings(path: str, lines: Sequence[tuple[str, int, str]],
                   extra: Sequence[str] = ()) -> Finding | None:
     """The first changed line of a non-documentation file that mentions something sensitive."""
-    if is_doc(path):
+    if is_doc(path) or not lines:
+        return None
+    blob = "\n".join(text for _, _, text in lines)
+    extras = [_keyword_re(k) for k in extra if k.strip()]
+    secret = contains_secret(blob)
+    if not secret and not _may_match(blob.lower()) and not any(r.search(blob) for r in extras):
         return None
     sql = path.lower().endswith(_SQL_EXTENSIONS)
     for _origin, number, text in lines:
-        rule = line_rule(text, extra, sql)
-        if rule is not None:
-            return Finding(path, number, rule)
+        if secret or _may_match(text.lower()) or any(r.search(text) for r in extras):
+            rule = line_rule(text, extra, sql)
+            if rule is not None:
+                return Finding(path, number, rule)
+    if secret:  # a credential spread over lines (a key block): name where the change starts
+        return Finding(path, lines[0][1], "a credential in a known token format")
     return None
