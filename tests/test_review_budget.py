@@ -306,6 +306,13 @@ def test_adaptive_off_keeps_a_fixed_max_rounds(tmp_path: Path) -> None:
     assert "adaptive review is off" in b.reasons[-1]
 
 
+def test_leanloop_disabled_restores_fixed_rounds(tmp_path: Path) -> None:
+    repo = feature(tmp_path, config="[leanloop]\nenabled = false\n")
+    write(repo, "src/app.py", "def main():\n    return 2\n")
+    b = budget(repo)
+    assert (b.cls, b.rounds, b.adaptive) == ("small", 2, False)
+
+
 def test_a_v04_config_defaults_to_three_rounds(tmp_path: Path) -> None:
     files = {**BASE_FILES, ".autopilot/config.json": json.dumps({"checks": []})}
     repo = feature(tmp_path, files)

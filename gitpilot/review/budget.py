@@ -10,7 +10,8 @@ are not ignored), or a commit's tree for the notes the git hooks record. Classes
 - ``normal``: anything else: ``normal_rounds``;
 - ``high-risk`` (see ``risk.py``): ``high_risk_rounds`` (unset: ``max_rounds``).
 
-``max_rounds`` caps every class; ``adaptive = false`` gives every change ``max_rounds``. A
+``max_rounds`` caps every class; ``adaptive = false`` (or ``leanloop.enabled = false``, the plain
+v0.4 behaviour) gives every change ``max_rounds``. A
 config that would let a code change skip review (a ``*_rounds`` below 1) is refused.
 ``record_for_commit`` is what the post-commit, post-rewrite and pre-push hooks call: it is
 cheap to import (stdlib only at import time) and skips a commit whose note is current.
@@ -77,7 +78,7 @@ def rules_from_config(cfg: Config) -> Rules:
         if value < 1:
             raise PilotError(f"{where}: reviewer.{key} = {value} would let a code change skip review; "
                              "it must be at least 1 (documentation-only changes already get 0 rounds)")
-    return Rules(adaptive=bool(cfg.get("reviewer.adaptive")),
+    return Rules(adaptive=bool(cfg.get("reviewer.adaptive")) and bool(cfg.get("leanloop.enabled")),
                  high_risk_paths=tuple(cfg.get("reviewer.high_risk_paths")),
                  high_risk_keywords=tuple(cfg.get("reviewer.high_risk_keywords")), **values)
 
@@ -249,7 +250,8 @@ def _rounds(cls: str, class_rounds: int, rules: Rules) -> tuple[int, str]:
     if cls == "empty":
         return 0, "budget: 0 rounds"
     if not rules.adaptive:
-        return rules.max_rounds, f"budget: {rules.max_rounds} round(s): adaptive review is off (max_rounds)"
+        return rules.max_rounds, (f"budget: {rules.max_rounds} round(s): adaptive review is off "
+                                  "(reviewer.adaptive or leanloop.enabled is false: max_rounds)")
     if cls == "docs":
         return 0, "budget: 0 rounds"
     key = {"small": "small_rounds", "normal": "normal_rounds", "high-risk": "high_risk_rounds"}[cls]
