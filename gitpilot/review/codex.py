@@ -177,7 +177,8 @@ def review(repo: Repo, base: str | None = None, task: str | None = None) -> Revi
         report.action = "no-review"
         report.lines.append(f"no review round: {budget.cls} change against {budget.base} "
                             f"({budget.reasons[-2] if len(budget.reasons) > 1 else budget.reasons[0]})")
-        _record_skipped(repo, hist, tid, budget, used, history)
+        if budget.cls != "empty":  # nothing changed: no round would have run anyway, nothing saved
+            _record_skipped(repo, hist, tid, budget, used, history)
         return report
     last = rounds[-1] if rounds else None
     if last is not None and last.get("clean") and last.get("tree") == budget.tree:
