@@ -463,63 +463,87 @@ def import_region(path: str, head: bytes, lang: str | None = None) -> bytes:
     return head if eol < 0 else head[: eol + 1]
 
 
-def imports(path: str, text: str, lang: str | None = None) -> list[tuple[str, ...]]:
+_NAME = re.compile(r"[^\W\d]\w*")
+Targets = list[tuple[str, ...]]
+
+
+def _py_imports(path: str, text: str) -> Targets:
+    found: Targets = []
+    package = tuple(path.split("/")[:-1])
+    for m in _PY_IMPORT.finditer(text):
+        if m.group("mods"):
+            found.extend(
+                tuple(mod.split()[0].split(".")) for mod in m.group("mods").split(",") if mod.strip()
+            )
+            continue
+        src = m.group("from")
+        dots = len(src) - len(src.lstrip("."))
+        parts = tuple(p for p in src[dots:].split(".") if p)
+        if dots:
+            parts = package[: len(package) - (dots - 1)] + parts
+        found.append(parts)
+        # `from pkg import mod` names a module as often as a function: both are tried
+        found.extend(parts + (name,) for name in _NAME.findall(m.group("names").replace(" as ", " , ")))
+    return found
+
+
+def _js_imports(path: str, text: str) -> Targets:
+    return [_relative(path, t) if t.startswith(".") else _parts(t) for t in _JS_IMPORT.findall(text)]
+
+
+def _go_imports(path: str, text: str) -> Targets:
+    found: Targets = []
+    for single, block in _GO_IMPORT.findall(text):
+        found.extend(_parts(q) for q in ([single] if single else _GO_QUOTED.findall(block)))
+    return found
+
+
+def _rust_imports(path: str, text: str) -> Targets:
+    found: Targets = []
+    for use, mod in _RUST_IMPORT.findall(text):
+        if mod:
+            found.append(_relative(path, mod))
+            continue
+        segs = [s for s in use.split("::") if s]
+        while segs and segs[0] in ("crate", "self", "super"):
+            segs.pop(0)
+        found.extend(tuple(segs[:i]) for i in range(1, len(segs) + 1))
+    return found
+
+
+def _java_imports(path: str, text: str) -> Targets:
+    return [tuple(p for p in t.split(".") if p != "*") for t in _JAVA_IMPORT.findall(text)]
+
+
+def _c_imports(path: str, text: str) -> Targets:
+    return [_parts(t) for t in _C_IMPORT.findall(text)]
+
+
+def _ruby_imports(path: str, text: str) -> Targets:
+    return [
+        _relative(path, t) if how == "require_relative" or t.startswith(".") else _parts(t)
+        for how, t in _RUBY_IMPORT.findall(text)
+    ]
+
+
+_IMPORTERS = {
+    "python": _py_imports,
+    "js": _js_imports,
+    "go": _go_imports,
+    "rust": _rust_imports,
+    "java": _java_imports,
+    "c": _c_imports,
+    "cpp": _c_imports,
+    "ruby": _ruby_imports,
+}
+
+
+def imports(path: str, text: str, lang: str | None = None) -> Targets:
     """Import targets of a file as path components (``("pkg", "mod")``), unique, in order."""
-    lang = lang or language_of(path)
-    found: list[tuple[str, ...]] = []
-    if lang == "python":
-        for m in _PY_IMPORT.finditer(text):
-            if m.group("mods"):
-                for mod in m.group("mods").split(","):
-                    found.append(tuple(mod.split()[0].split(".")) if mod.split() else ())
-                continue
-            src = m.group("from")
-            dots = len(src) - len(src.lstrip("."))
-            mod_parts = tuple(p for p in src.lstrip(".").split(".") if p)
-            if dots:
-                base = tuple(posixpath.dirname(path).split("/")) if "/" in path else ()
-                base = base[: len(base) - (dots - 1)] if dots > 1 else base
-                mod_parts = base + mod_parts
-            found.append(mod_parts)
-            for name in re.findall(r"[^\W\d]\w*", m.group("names").replace(" as ", " , ")):
-                found.append(mod_parts + (name,))
-    elif lang == "js":
-        for m in _JS_IMPORT.finditer(text):
-            target = m.group(1)
-            found.append(_relative(path, target) if target.startswith(".") else _parts(target))
-    elif lang == "go":
-        for m in _GO_IMPORT.finditer(text):
-            if m.group(1):
-                found.append(_parts(m.group(1)))
-            else:
-                found.extend(_parts(q) for q in _GO_QUOTED.findall(m.group(2)))
-    elif lang == "rust":
-        for m in _RUST_IMPORT.finditer(text):
-            if m.group(2):
-                found.append(_relative(path, m.group(2)))
-                continue
-            segs = [s for s in m.group(1).split("::") if s]
-            while segs and segs[0] in ("crate", "self", "super"):
-                segs.pop(0)
-            for i in range(1, len(segs) + 1):
-                found.append(tuple(segs[:i]))
-    elif lang == "java":
-        for m in _JAVA_IMPORT.finditer(text):
-            found.append(tuple(p for p in m.group(1).split(".") if p != "*"))
-    elif lang in ("c", "cpp"):
-        found.extend(_parts(m.group(1)) for m in _C_IMPORT.finditer(text))
-    elif lang == "ruby":
-        for m in _RUBY_IMPORT.finditer(text):
-            target = m.group(2)
-            rel = m.group(1) == "require_relative" or target.startswith(".")
-            found.append(_relative(path, target) if rel else _parts(target))
-    seen: set[tuple[str, ...]] = set()
-    unique: list[tuple[str, ...]] = []
-    for t in found:
-        if t and t not in seen:
-            seen.add(t)
-            unique.append(t)
-    return unique
+    reader = _IMPORTERS.get(lang or language_of(path) or "")
+    if reader is None:
+        return []
+    return [t for t in dict.fromkeys(reader(path, text)) if t]
 
 
 _DIR_MODULE_STEMS = {"python": "__init__", "js": "index", "rust": "mod"}
