@@ -212,3 +212,13 @@ def test_linked_worktree_is_its_own_checkout(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["tree"] != json.loads(main.stdout)["tree"]
     # logs go to the common dir, shared by both
     assert (repo / ".git" / "pilot" / "checks" / "adhoc").is_dir()
+
+
+def test_leanloop_disabled_restores_plain_output_without_reuse(tmp_path: Path) -> None:
+    cfg = '[leanloop]\nenabled = false\n[[check]]\nname = "u"\nrun = "echo run >> ../runs.txt; echo full-output-line"\n'
+    repo = project(tmp_path, config=cfg)
+    first = run_pilot("check", cwd=repo)
+    second = run_pilot("check", cwd=repo)
+    assert first.returncode == second.returncode == 0
+    assert (tmp_path / "runs.txt").read_text().count("run") == 2  # nothing reused
+    assert second.stdout == "$ echo run >> ../runs.txt; echo full-output-line\nfull-output-line\nu: passed\n"

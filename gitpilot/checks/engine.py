@@ -150,10 +150,22 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         record_checks(repo, outcomes)
     if opts.json:
         output.out(json.dumps(_as_json(tree, outcomes, opts), indent=2, sort_keys=True))
+    elif not cfg.get("leanloop.enabled"):
+        _render_plain(outcomes)
     else:
         for line in render(outcomes, opts.explain):
             output.out(line)
     return 1 if any(o.result == "fail" for o in outcomes) else 0
+
+
+def _render_plain(outcomes: list[Outcome]) -> None:
+    """LeanLoop off: the v0.4 behaviour, every check's whole output as it ran, then its verdict."""
+    for o in outcomes:
+        output.out(f"$ {o.check.run}")
+        if o.log_path is not None:
+            output.write(o.log_path.read_bytes())
+        verdict = "passed" if o.result == "pass" else ("timed out" if o.timed_out else f"failed (exit {o.exit_code})")
+        output.out(f"{o.check.name}: {verdict}")
 
 
 def _rearm(repo: Repo) -> None:
