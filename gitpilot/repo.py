@@ -243,7 +243,7 @@ class Repo:
             except FileNotFoundError:
                 pass  # no index yet: start empty
             except OSError:
-                shutil.copyfile(index, tmp)
+                shutil.copy2(index, tmp)  # keep the mtime: git judges racy entries by it
             env = {"GIT_INDEX_FILE": tmp}
             add = run_git(["add", "-A", "--", "."], workdir, env=env, check=False)
             if add.returncode != 0:
