@@ -18,8 +18,10 @@ from gitpilot import __version__
 if TYPE_CHECKING:  # pragma: no cover
     from gitpilot.context.markdown import SectionMap
     from gitpilot.repo import Repo
+    from gitpilot.store.notes import NotesStore
 
 SECTIONS_REF = "refs/notes/pilot/sections"
+FAST_IMPORT_MIN = 50  # from this many new notes on, write them as one pack
 FORMAT = "capsule-v1"
 
 
@@ -77,10 +79,39 @@ def load_maps(
         maps[path] = smap
     if fresh and use_cache:
         try:
-            store.put(fresh, f"pilot: section maps for {len(fresh)} file(s)")
+            put_notes(repo, store, fresh, f"pilot: section maps for {len(fresh)} file(s)")
         except PilotError:
             pass  # a cache that cannot be written (a read-only repository) does not stop the capsule
     return maps, parsed
+
+
+def put_notes(repo: Repo, store: NotesStore, entries: Mapping[str, bytes], message: str) -> None:
+    """Store many notes at once: one ``git fast-import`` pack instead of thousands of loose blobs.
+
+    (``NotesStore.put`` writes each note as a loose object: about a second per few thousand
+    files on a cold capsule.) The new commit extends the ref's current tip with the notes at
+    git's two-hex fan-out paths; fast-import will not move a ref that another writer moved
+    meanwhile, and then the ordinary compare-and-swap writer takes over.
+    """
+    if len(entries) < FAST_IMPORT_MIN:
+        store.put(entries, message)
+        return
+    import time
+
+    old = repo.rev_parse(store.ref)
+    ident = repo.git("var", "GIT_COMMITTER_IDENT").decode("utf-8", "replace").strip()
+    who, _, _ = ident.rpartition(">")
+    head = f"commit {store.ref}\ncommitter {who}> {int(time.time())} +0000\n"
+    msg = message.encode("utf-8")
+    parts = [head.encode("utf-8"), b"data %d\n" % len(msg), msg, b"\n"]
+    if old:
+        parts.append(f"from {old}\n".encode())
+    for oid in sorted(entries):
+        body = entries[oid]
+        parts += [f"M 100644 inline {oid[:2]}/{oid[2:]}\n".encode(), b"data %d\n" % len(body), body, b"\n"]
+    proc = repo.git_proc("fast-import", "--quiet", input=b"".join(parts))
+    if proc.returncode != 0:
+        store.put(entries, message)
 
 
 def read_notes(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
@@ -145,7 +176,9 @@ def refresh_maps(repo: Repo, old: str, new: str, *, patterns: Iterable[str] = ("
         fresh[blob] = parse(text, secret, split_lines(text)).to_json()
     if fresh:
         try:
-            NotesStore(repo, SECTIONS_REF).put(fresh, f"pilot: section maps for {len(fresh)} file(s)")
+            put_notes(
+                repo, NotesStore(repo, SECTIONS_REF), fresh, f"pilot: section maps for {len(fresh)} file(s)"
+            )
         except PilotError:
             return 0
     return len(fresh)
