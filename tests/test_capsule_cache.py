@@ -158,3 +158,18 @@ def test_refresh_maps_parses_only_changed_markdown_blobs(tmp_path: Path) -> None
     assert [s[1] for s in note["sections"]] == ["Cache", "TTL"]
     assert refresh_maps(repo, old, new) == 0  # already there
     assert build_capsule(repo, "cache ttl").manifest["parsed_files"] < len(FILES)
+
+
+def test_many_section_maps_land_as_one_notes_commit_that_stock_git_reads(tmp_path: Path) -> None:
+    files = {f"docs/page{i}.md": f"# Page {i}\n\nTopic {i} explained.\n" for i in range(60)}
+    root = make_repo(tmp_path / "repo", files)
+    repo = Repo.discover(root)
+    before = git(root, "rev-list", "--all", "--count")
+    build_capsule(repo, "Explain topic 7")
+    assert int(git(root, "rev-list", "--count", "refs/notes/pilot/sections")) == 1
+    blob = git(root, "rev-parse", "HEAD:docs/page7.md").strip()
+    note = json.loads(git(root, "notes", "--ref=pilot/sections", "show", blob))
+    assert note["sections"][0][1] == "Page 7"
+    assert len(git(root, "notes", "--ref=pilot/sections", "list").splitlines()) == 60
+    assert before  # the repository's own history is untouched
+    assert build_capsule(repo, "Explain topic 8").manifest["parsed_files"] == 0
