@@ -24,10 +24,13 @@ STEPS: list[tuple[str, list[str], str]] = [
     ("Anyone can read the records with stock git", ["!git", "notes", "--ref=pilot/checks", "list"], "check"),
     ("Context Capsule: the task, the rules and only the sections that matter",
      ["capsule", "--task", "Make divide() return None instead of raising when b is zero"], "capsule"),
+    ("Launching an agent: the short prompt and the exact command (dry run, nothing started)",
+     ["run", "--dry-run", "Make divide() return None instead of raising when b is zero"], "run"),
     ("Review budget for the change", ["review-budget"], "review-budget"),
     ("Source map within a budget", ["sourcemap", "--budget", "1500"], "sourcemap"),
     ("Quota classification of a real Claude usage-limit message",
      ["quota", "classify"], "quota"),
+    ("What stayed out of the agent's context so far", ["efficiency"], "efficiency"),
 ]
 
 _QUOTA_SAMPLE = "You've hit your session limit · resets 3:43pm (Europe/London)\n"
