@@ -568,7 +568,10 @@ def store(root: Path, tree: str, text: str) -> None:
     from gitpilot.repo import Repo
     from gitpilot.store.notes import NotesStore
 
-    NotesStore(Repo.discover(root), NOTES_REF).put({tree: text.encode("utf-8")}, "git pilot: source map")
+    try:
+        NotesStore(Repo.discover(root), NOTES_REF).put({tree: text.encode("utf-8")}, "git pilot: source map")
+    except (PilotError, OSError):
+        pass  # the note is a cache: a read-only or busy repository still gets its map
 
 
 def source_map(
