@@ -53,14 +53,7 @@ def claude_tools(ctx: Context) -> list[Proposal]:
             continue
         if ctx.claude.used.get(tool):
             continue
-        conflict = next(
-            (
-                f"{rel(f, ctx.root)} allows {rule!r} in permissions.allow"
-                for f, rule in allowed
-                if rule == tool or rule.startswith(tool + "(")
-            ),
-            "",
-        )
+        conflict = _allowed(ctx, allowed, tool, "(")
         out.append(
             Proposal(
                 name=f"claude-tool-{tool}",
@@ -136,14 +129,7 @@ def claude_servers(ctx: Context) -> list[Proposal]:
                 ("permissions", "deny"),
                 rule,
             )
-            conflict = next(
-                (
-                    f"{rel(f, ctx.root)} allows {r!r} in permissions.allow"
-                    for f, r in allowed
-                    if r == rule or r.startswith(rule + "__")
-                ),
-                "",
-            )
+            conflict = _allowed(ctx, allowed, rule, "__")
         out.append(
             Proposal(
                 name=f"claude-mcp-{server}",
@@ -161,6 +147,14 @@ def claude_servers(ctx: Context) -> list[Proposal]:
             )
         )
     return out
+
+
+def _allowed(ctx: Context, allowed: list[tuple[Path, str]], rule: str, narrower: str) -> str:
+    """The ``permissions.allow`` entry that allows ``rule`` (or a narrower form of it), if any."""
+    for f, r in allowed:
+        if r == rule or r.startswith(rule + narrower):
+            return f"{rel(f, ctx.root)} allows {r!r} in permissions.allow"
+    return ""
 
 
 def _mcpjson_conflict(ctx: Context, approvals: list[tuple[Path, Any]], server: str) -> str:
