@@ -31,6 +31,7 @@ from gitpilot.repo import Repo
 
 MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
+LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
 AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
 NESTED_SHARE = 0.5  # a nested instruction file this close to the best section applies in full
 _SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
@@ -736,7 +737,9 @@ def _left_out_section(
     sel: Any, withheld: Sequence[_Piece], skipped: Sequence[tuple[str, str]], state: Any
 ) -> str:
     parts = ["## Left out\n\n"]
-    shown = sel.left_out[:LEFT_OUT_SHOWN]
+    # Near misses only: a section far below the cut is noise here (the manifest lists them all).
+    floor = LEFT_OUT_FLOOR * sel.best
+    shown = [x for x in sel.left_out if x.score >= floor][:LEFT_OUT_SHOWN]
     if shown:
         parts.append("The closest sections not included (open one if you need it):\n\n")
         parts += [
