@@ -81,7 +81,7 @@ def _edit(repo: Path, tid: str) -> bytes:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench hook")
-    parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--rounds", type=int, default=51)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--no-bytecode", action="store_true",
                         help="run without a bytecode cache (every module compiled on every call)")
@@ -110,6 +110,7 @@ def main(argv: list[str]) -> int:
                  "PostToolUseFailure (check fails)": _post_tool_use_failure,
                  "PostToolUse (Edit)": _edit}
         samples: dict[str, list[float]] = {"python3 -c pass": [], **{k: [] for k in kinds}}
+        paired: dict[str, list[float]] = {k: [] for k in kinds}  # hook / the baseline run just before it
         for r in range(args.warmup + args.rounds):
             for name, make in kinds.items():
                 t_base = timed(baseline, repo, e)
@@ -117,15 +118,17 @@ def main(argv: list[str]) -> int:
                 if r >= args.warmup:
                     samples["python3 -c pass"].append(t_base)
                     samples[name].append(t_hook)
+                    paired[name].append(t_hook / t_base)
         base = statistics.median(samples["python3 -c pass"])
         print(f"interpreter: {python}")
         print(f"rounds: {args.rounds} (after {args.warmup} warm-up), alternating with python3 -c pass; "
               f"bytecode cache: {'off' if args.no_bytecode else 'on'}\n")
-        print(f"{'what':48} {'median':>9} {'vs python3 -c pass':>20}")
-        print(f"{'python3 -c pass':48} {base * 1000:7.1f}ms {'1.00x':>20}")
+        print(f"{'what':48} {'median':>9} {'vs python3 -c pass':>20} {'median of pairs':>16}")
+        print(f"{'python3 -c pass':48} {base * 1000:7.1f}ms {'1.00x':>20} {'':>16}")
         for name in kinds:
             med = statistics.median(samples[name])
-            print(f"{'hook claude: ' + name:48} {med * 1000:7.1f}ms {med / base:19.2f}x")
+            pair = statistics.median(paired[name])
+            print(f"{'hook claude: ' + name:48} {med * 1000:7.1f}ms {med / base:19.2f}x {pair:15.2f}x")
         headline = statistics.median(samples["PostToolUse (Bash check passes)"]) / base
         verdict = "ok" if headline <= TARGET else "OVER TARGET"
         print(f"\nPostToolUse median / python3 -c pass median = {headline:.2f}x "
