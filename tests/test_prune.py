@@ -410,8 +410,9 @@ def test_an_explicitly_enabled_codex_feature_conflicts(repo: Path, fake_codex: P
     assert not (repo / ".codex").exists()
 
 
-def test_a_called_codex_mcp_server_is_not_proposed(repo: Path, fake_codex: Path) -> None:
-    codex_sessions(repo, 5, calls=(("", "mcp__tracker__create_issue"),))
+@pytest.mark.parametrize("call", [("", "mcp__tracker__create_issue"), ("mcp__tracker", "create_issue")])
+def test_a_called_codex_mcp_server_is_not_proposed(repo: Path, fake_codex: Path, call: tuple[str, str]) -> None:
+    codex_sessions(repo, 5, calls=(call,))
     trust(
         repo,
         extra='[mcp_servers.tracker]\ncommand = "tracker-mcp"\n\n[mcp_servers.unused]\ncommand = "x"\n\n',

@@ -118,7 +118,7 @@ def codex_servers(ctx: Context) -> list[Proposal]:
             continue
         key = normalize_server(server)
         used = ctx.codex.servers_used.get(key) or any(
-            n.startswith((f"{key}__", f"mcp__{key}__")) for n in ctx.codex.used
+            n.startswith((f"{key}__", f"{key}.", f"mcp__{key}__", f"mcp__{key}.")) for n in ctx.codex.used
         )
         if used:
             continue

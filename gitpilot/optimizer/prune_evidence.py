@@ -52,10 +52,11 @@ class Evidence:
 
 
 def mcp_server_of(tool: str) -> str | None:
-    """``mcp__<server>__<tool>`` -> server."""
+    """``mcp__<server>__<tool>`` -> server; a Codex namespaced name ``mcp__<server>.<tool>`` too."""
     if tool.startswith("mcp__"):
-        server, sep, _ = tool[5:].partition("__")
-        return server if sep and server else None
+        head = tool[5:].split(".", 1)[0] if "." in tool else tool[5:]
+        server, sep, _ = head.partition("__")
+        return server if server and (sep or "." in tool) else None
     return None
 
 
@@ -269,7 +270,7 @@ def _codex_file(ev: Evidence, path: Path, session: str) -> None:
         if ptype == "additional_tools" and isinstance(payload.get("tools"), list):
             for name in _declared_tools(payload["tools"]):
                 ev.declared[name].add(session)
-                server = mcp_server_of(name.split(".", 1)[0]) or mcp_server_of(name)
+                server = mcp_server_of(name)
                 if server:
                     ev.servers_declared[server].add(session)
         elif ptype in ("function_call", "custom_tool_call") and isinstance(payload.get("name"), str):
@@ -277,7 +278,7 @@ def _codex_file(ev: Evidence, path: Path, session: str) -> None:
             ns = payload.get("namespace")
             full = f"{ns}.{name}" if isinstance(ns, str) and ns else name
             ev.used[full].add(session)
-            server = mcp_server_of(name) or (mcp_server_of(ns) if isinstance(ns, str) else None)
+            server = mcp_server_of(full) or mcp_server_of(name)
             if server:
                 ev.servers_used[server].add(session)
         elif ptype in _CALL_TYPES:
