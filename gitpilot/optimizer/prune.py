@@ -65,6 +65,7 @@ def gather(
     claude = read_claude(home, root)
     codex = read_codex(home, root)
     notes: list[str] = []
+    with_codex = with_codex and bool(codex.sessions)  # no Codex session here: no need to ask codex
     features = codex_features(root) if with_codex else None
     if with_codex and features is None:
         notes.append("codex is not installed (or `codex features list` failed): no Codex feature proposals")

@@ -99,6 +99,8 @@ def claude_servers(ctx: Context) -> list[Proposal]:
     ]
     out: list[Proposal] = []
     total = len(ctx.claude.sessions)
+    if not total:
+        return []  # no session of this agent here: nothing to judge by
     for server, scope in sorted(mcp_servers(ctx).items()):
         key = normalize_server(server)
         if ctx.claude.servers_used.get(key):

@@ -112,6 +112,8 @@ def codex_servers(ctx: Context) -> list[Proposal]:
         for name, spec in table.items() if isinstance(table, dict) else []:
             servers.setdefault(name, []).append((f, spec if isinstance(spec, dict) else {}))
     total = len(ctx.codex.sessions)
+    if not total:
+        return []  # no session of this agent here: nothing to judge by
     out: list[Proposal] = []
     for server, specs in sorted(servers.items()):
         if specs[0][1].get("enabled") is False:  # the project file comes first: it wins
@@ -153,6 +155,8 @@ def feature_proposals(ctx: Context) -> list[Proposal]:
         return []
     configs = config_files(ctx)
     total = len(ctx.codex.sessions)
+    if not total:
+        return []  # no session of this agent here: nothing to judge by
     out: list[Proposal] = []
     for feature, tools in sorted(CODEX_FEATURE_TOOLS.items()):
         stage, enabled = ctx.codex_features.get(feature, ("", False))
