@@ -182,3 +182,28 @@ def refresh_maps(repo: Repo, old: str, new: str, *, patterns: Iterable[str] = ("
         except PilotError:
             return 0
     return len(fresh)
+
+
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def refresh_section_maps(repo: Repo) -> int:
+    """For the post-checkout and post-merge hooks: section maps for the new HEAD's Markdown.
+
+    Every configured context file at HEAD whose blob has no map yet is parsed (from the
+    object store); a blob that has one, in any branch or worktree, is never parsed again.
+    Returns how many files were parsed.
+    """
+    head = repo.head()
+    if head is None:
+        return 0
+    patterns: Iterable[str] = ("*.md", "*.mdx")
+    if repo.root is not None:
+        from gitpilot.config import load
+        from gitpilot.errors import PilotError
+
+        try:
+            patterns = load(repo.root).get("leanloop.context.files")
+        except PilotError:
+            pass  # a broken config is reported by the commands, not by a background hook
+    return refresh_maps(repo, _EMPTY_TREE, head, patterns=patterns)
