@@ -86,3 +86,34 @@ def alternate(cases: dict[str, tuple[Sequence[str], Path, dict[str, str]]], roun
             if r >= warmup:
                 samples[name].append(t)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def installed_pilot(refresh: bool = True) -> tuple[str, list[str]]:
+    """A clean install of this checkout, as a user has it: (its python, argv of its git-pilot).
+
+    A venv of its own (no editable-install finder, none of the base interpreter's .pth files,
+    bytecode compiled by pip at install time), kept under ~/.cache/git-pilot-bench and
+    refreshed with this checkout's code on every call. Falls back to ``real_python() -m
+    gitpilot`` when a venv cannot be made (no network for the dependencies).
+    """
+    src = Path(__file__).resolve().parents[1]
+    venv = Path.home() / ".cache" / "git-pilot-bench" / f"venv-{sys.version_info[0]}{sys.version_info[1]}"
+    py = venv / "bin" / "python"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    try:
+        if not py.exists():
+            subprocess.run([real_python(), "-m", "venv", str(venv)], check=True, **quiet)
+            subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(src)], check=True, **quiet)
+        elif refresh:
+            subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(src)],
+                           check=True, **quiet)
+    except (subprocess.CalledProcessError, OSError):
+        return real_python(), [real_python(), "-m", "gitpilot"]
+    return str(py), [str(venv / "bin" / "git-pilot")]
+
+
+def bench_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for timing an installed git pilot: no PYTHONPATH into the checkout."""
+    e = env(extra)
+    e.pop("PYTHONPATH", None)
+    return e
