@@ -103,3 +103,12 @@ def test_a_section_with_a_secret_is_flagged_and_loses_its_hashes() -> None:
     assert keys.withheld and keys.sha256 == ""
     assert top.sha256 == ""  # its subtree holds the secret
     assert not fine.withheld and fine.sha256
+
+
+def test_always_markers_quoted_in_prose_tables_or_code_spans_are_text() -> None:
+    from gitpilot.context.markdown import parse
+
+    quoted = "# A\n\n| kind | a `<!-- pilot:always -->` block |\n\nSee `<!-- autopilot:always -->` here.\n\nrest\n"
+    assert parse(quoted).always == ()
+    real = "# A\n<!-- pilot:always -->\nkeep\n<!-- /pilot:always -->\nno\n"
+    assert parse(real).always == ((2, 4),)

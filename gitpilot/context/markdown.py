@@ -293,14 +293,16 @@ def _always_blocks(
         if i in in_code:
             continue
         line = lines[i]
+        # A marker is an HTML comment that starts its line (at most three spaces in, as an
+        # HTML block must); one quoted in prose, a table or a code span is text.
         if open_at is None:
-            m = _ALWAYS_OPEN.search(line)
-            if m:
+            m = _ALWAYS_OPEN.match(line, len(line) - len(line.lstrip(" ")))
+            if m and len(line) - len(line.lstrip(" ")) <= 3:
                 open_at = i + 1
                 if _ALWAYS_CLOSE.search(line, m.end()):
                     blocks.append((open_at, i + 1))
                     open_at = None
-        elif _ALWAYS_CLOSE.search(line):
+        elif _ALWAYS_CLOSE.match(line.lstrip(" ")) or _ALWAYS_CLOSE.search(line.rstrip()[-40:]) and line.rstrip().endswith("-->"):
             blocks.append((open_at, i + 1))
             open_at = None
     if open_at is not None:
