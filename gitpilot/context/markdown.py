@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-MAP_VERSION = 1
+MAP_VERSION = 2  # 2: always-markers only at the start of a line
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _FRONT_OPEN = {"---": ("---", "..."), "+++": ("+++",)}
 _ALWAYS_OPEN = re.compile(r"<!--\s*(?:auto)?pilot:always\s*-->")
