@@ -607,14 +607,18 @@ def by_kind(tasks: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 # --------------------------------------------------------------------------- speed
 
 
-def pilot_shim(bin_dir: Path) -> Path:
-    """A ``git-pilot`` on PATH that runs this checkout with the real interpreter (no shim cost)."""
+def pilot_shim(bin_dir: Path) -> tuple[Path, str]:
+    """``git-pilot`` on PATH as a user has it: the console script of a clean venv install of
+    this checkout (``common.installed_pilot``), linked so git finds it first; and that python."""
     bin_dir.mkdir(parents=True, exist_ok=True)
+    python, argv = common.installed_pilot()
     shim = bin_dir / "git-pilot"
-    python = common.real_python()
-    shim.write_text(f'#!/bin/sh\nexec "{python}" -m gitpilot "$@"\n')
-    shim.chmod(0o755)
-    return shim
+    if len(argv) == 1:
+        shim.symlink_to(argv[0])
+    else:  # no venv could be made: run this checkout with the real interpreter
+        shim.write_text('#!/bin/sh\nexec ' + " ".join(f'"{a}"' for a in argv) + ' "$@"\n')
+        shim.chmod(0o755)
+    return shim, python
 
 
 def cli_available(env: dict[str, str], cwd: Path) -> str | None:
@@ -626,8 +630,10 @@ def cli_available(env: dict[str, str], cwd: Path) -> str | None:
 
 def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[str, Any]:
     bin_dir = work / "bin"
-    pilot_shim(bin_dir)
-    env = common.env({"HOME": str(work / "home"), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"})
+    _, python = pilot_shim(bin_dir)
+    env = common.bench_env({"HOME": str(work / "home"), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"})
+    if python == common.real_python():  # the fallback runs the checkout: it needs the path
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     note = cli_available(env, root)
     if note:
         return {"note": note}
@@ -645,7 +651,7 @@ def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[s
         shutil.rmtree(fresh)
     # the first (warm-up) runs fill the caches; then capsule and git status alternate
     # a bare interpreter start alternates too: the floor any Python entry point pays
-    bare = [common.real_python(), "-c", "pass"]
+    bare = [python, "-c", "pass"]
     med = common.alternate({"capsule": (capsule, root, env), "status": (status, root, env),
                             "python": (bare, root, env)}, rounds, warmup=2)
     warm_med, plain_med = med["capsule"], med["status"]
