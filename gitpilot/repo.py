@@ -373,7 +373,8 @@ class Repo:
         return changes
 
     def commit_tree_of(self, commit: str) -> str | None:
-        return self.rev_parse(f"{commit}^{{tree}}")
+        """The tree of ``commit``; None when it is missing or not a commit (a ref set to a tree or blob)."""
+        return self.rev_parse(f"{commit}^{{commit}}^{{tree}}")
 
     def _signature(self) -> Any:
         import pygit2

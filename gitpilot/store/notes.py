@@ -134,7 +134,9 @@ class NotesStore:
         if old is not None:
             tree = repo.commit_tree_of(old)
             if tree is None:
-                raise PilotError(f"{self.ref} does not point at a commit")
+                raise PilotError(f"{self.ref} does not point at a commit; nothing was written "
+                                 f"(inspect it with git cat-file -t {self.ref}, "
+                                 f"remove it with git update-ref -d {self.ref})")
             root = repo.tree_entries(tree)
         keep: dict[bytes, TreeEntry] = {}
         flat: dict[str, str] = {}
