@@ -142,7 +142,7 @@ def notes_findings(repo: Repo) -> list[Finding]:
     out: list[Finding] = []
     flat_refs = []
     for ref in names:
-        tree = repo.rev_parse(f"{ref}^{{tree}}")
+        tree = repo.rev_parse(f"{ref}^{{commit}}^{{tree}}")
         if tree is None:
             out.append(Finding("notes", f"{ref} is unreadable (not a commit with a tree)", True,
                                f"inspect it with git log {ref}; delete it with git update-ref -d {ref}"))
@@ -170,7 +170,7 @@ def fix_notes(repo: Repo) -> list[str]:
     done = []
     refs = repo.git("for-each-ref", "--format=%(refname)", "refs/notes/pilot/")
     for ref in sorted(r for r in refs.decode().splitlines() if r.strip()):
-        tree = repo.rev_parse(f"{ref}^{{tree}}")
+        tree = repo.rev_parse(f"{ref}^{{commit}}^{{tree}}")
         if tree is None:
             continue
         listing = repo.git("ls-tree", tree).decode().splitlines()
