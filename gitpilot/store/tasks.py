@@ -39,7 +39,11 @@ class TaskStore:
 
     def list_ids(self) -> list[str]:
         out = self.repo.git("for-each-ref", "--format=%(refname)", "refs/pilot/tasks/")
-        return sorted(ln.rsplit("/", 1)[1] for ln in out.decode().splitlines() if ln.strip())
+        # A ref under refs/pilot/tasks/ that git pilot did not name (a stray, hand-made ref) is
+        # not a task: skip it rather than let it hide every other record.
+        prefix = "refs/pilot/tasks/"
+        names = (ln[len(prefix):] for ln in out.decode("utf-8", "replace").splitlines() if ln.startswith(prefix))
+        return sorted(n for n in names if _ID.match(n))
 
     def tip(self, tid: str) -> str | None:
         return self.repo.rev_parse(self.ref(tid))
