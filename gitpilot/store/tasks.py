@@ -80,6 +80,9 @@ class TaskStore:
         ref = self.ref(tid)
         for attempt in range(100):
             old = self.repo.rev_parse(ref)
+            if old is not None and self.repo.commit_tree_of(old) is None:
+                raise PilotError(f"{ref} does not point at a commit; nothing was written "
+                                 f"(inspect it with git cat-file -t {ref}, remove it with git update-ref -d {ref})")
             current = (self.read_commit(old) or {}) if old else {}
             new_files = {k: v for k, v in change(dict(current)).items() if v is not None}
             entries = [TreeEntry(k.encode(), _BLOB, self.repo.create_blob(v)) for k, v in sorted(new_files.items())]
