@@ -102,7 +102,9 @@ def setup(repo: Repo, remote: str) -> bool:
 # -- pull ----------------------------------------------------------------------------------
 def fetch(repo: Repo, remote: str) -> None:
     """Fetch the remote's ``refs/notes/pilot/*`` into ``refs/notes/remotes/<remote>/pilot/*``."""
-    args = [*_QUIET_GIT, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+    # --prune: a notes ref deleted on the remote must not live on here as a stale copy (a push
+    # leased on that copy could never land).
+    args = [*_QUIET_GIT, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
             "--recurse-submodules=no", remote, fetch_refspec(remote)]
     for attempt in range(5):
         proc = repo.git_proc(*args, env={"GIT_TERMINAL_PROMPT": "0"})
@@ -123,7 +125,7 @@ def pull(repo: Repo, remote: str) -> PullResult:
 
 def merge_remote(repo: Repo, remote: str) -> PullResult:
     """Merge the fetched copy of ``remote``'s check notes into ours, validated and tagged."""
-    tip = repo.rev_parse(f"{tracking_ref(remote)}^{{commit}}")
+    tip = _remote_tip(repo, remote)
     if tip is None:
         return PullResult(remote, present=False)
     paths = _paths_to_merge(repo, remote, tip)
@@ -146,6 +148,18 @@ def merge_remote(repo: Repo, remote: str) -> PullResult:
     changed = sorted(o for o, n in added.items() if n)
     return PullResult(remote, True, objects=len(changed), added=sum(added[o] for o in changed),
                       skipped=skipped)
+
+
+def _remote_tip(repo: Repo, remote: str) -> str | None:
+    """The fetched notes commit of ``remote``; None when it has none; an error when its ref is not a commit."""
+    ref = tracking_ref(remote)
+    if repo.rev_parse(ref) is None:
+        return None
+    tip = repo.rev_parse(f"{ref}^{{commit}}")
+    if tip is None:
+        raise PilotError(f"{remote}'s {CHECKS_REF} does not point at a commit, so its check notes cannot be "
+                         f"merged; nothing was changed here (fix or delete that ref on {remote})")
+    return tip
 
 
 def _accepted_lines(
@@ -243,7 +257,7 @@ def push(repo: Repo, remote: str, attempts: int = PUSH_ATTEMPTS) -> PushResult:
     pulled = PullResult(remote, present=False)
     for attempt in range(1, attempts + 1):
         pulled = pull(repo, remote)
-        base = repo.rev_parse(f"{tracking_ref(remote)}^{{commit}}")
+        base = _remote_tip(repo, remote)
         missing = local_lines_missing(repo, base)
         if not missing:
             return PushResult(remote, pulled, attempts=attempt)
