@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 _TASK_RE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
+# Every credential gitpilot.redact knows has one of these; a command without them is shown as
+# it is, so a cache hit never pays for importing the redaction rules.
+_MAY_HOLD_SECRET = re.compile(r"[A-Za-z0-9]{16}|xox|eyJ|pass|secret|token|key|auth|://", re.IGNORECASE)
+
+
+def shown_command(cmd: str) -> str:
+    """A check's command as output shows it: credentials in it are redacted."""
+    if not _MAY_HOLD_SECRET.search(cmd):
+        return cmd
+    from gitpilot.redact import redact
+
+    return redact(cmd)
 
 
 class CheckOptions:
@@ -161,7 +173,7 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
 def _render_plain(outcomes: list[Outcome]) -> None:
     """LeanLoop off: the v0.4 behaviour, every check's whole output as it ran, then its verdict."""
     for o in outcomes:
-        output.out(f"$ {o.check.run}")
+        output.out(f"$ {shown_command(o.check.run)}")
         if o.log_path is not None:
             output.write(o.log_path.read_bytes())
         verdict = "passed" if o.result == "pass" else ("timed out" if o.timed_out else f"failed (exit {o.exit_code})")
@@ -245,7 +257,7 @@ def human_size(n: int) -> str:
 def render(outcomes: list[Outcome], explain: bool) -> list[str]:
     lines: list[str] = []
     for o in outcomes:
-        cmd = o.check.run
+        cmd = shown_command(o.check.run)
         if o.reused is not None:
             r = o.reused
             via = f" via {r.remote}" if r.remote else ""
@@ -284,7 +296,7 @@ def _as_json(tree: str, outcomes: list[Outcome], opts: CheckOptions) -> dict[str
     for o in outcomes:
         item: dict[str, Any] = {
             "name": o.check.name,
-            "command": o.check.run,
+            "command": shown_command(o.check.run),
             "result": o.result,
             "reused": o.reused is not None,
             "seconds": round(o.seconds, 3),
