@@ -154,7 +154,12 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
             break
     progress.clear()
     if to_record:
-        _store(repo, tree, to_record)
+        try:
+            _store(repo, tree, to_record)
+        except PilotError as exc:  # the results still count and are shown; only their record is lost
+            output.err(f"warning: check results not recorded: {exc}")
+            for o in outcomes:
+                o.recorded = False
     if run_dir is not None:
         _prune_runs(run_dir.parent, int(cfg.get("leanloop.checks.keep_runs")))
         from gitpilot.efficiency import record_checks  # quiet-check savings; a cache hit never gets here
