@@ -179,8 +179,10 @@ def parse_toml(path: Path, data: bytes) -> Config:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-        where = f"{m.group(1)}:{m.group(2)}" if m else "?"
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        lines = text.split("\n")
+        # tomllib says "at end of document" without a position: that is the last line's end.
+        where = f"{m.group(1)}:{m.group(2)}" if m else f"{len(lines)}:{len(lines[-1]) + 1}"
+        msg = re.sub(r"\s*\(at (?:line \d+, column \d+|end of document)\)", "", str(exc))
         raise PilotError(f"{path}:{where}: invalid TOML: {msg}") from exc
     return _validate(doc, path, text, "toml")
 
