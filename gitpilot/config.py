@@ -192,10 +192,11 @@ def _camel_to_snake(name: str) -> str:
 
 
 def _snake_keys(obj: Any) -> Any:
+    # JSON null means "not set" and has no TOML form: such keys and list items are left out.
     if isinstance(obj, dict):
-        return {_camel_to_snake(str(k)): _snake_keys(v) for k, v in obj.items()}
+        return {_camel_to_snake(str(k)): _snake_keys(v) for k, v in obj.items() if v is not None}
     if isinstance(obj, list):
-        return [_snake_keys(v) for v in obj]
+        return [_snake_keys(v) for v in obj if v is not None]
     return obj
 
 
