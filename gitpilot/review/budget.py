@@ -166,10 +166,13 @@ def compute_budget(repo: Repo, base: str | None = None) -> Budget:
 def budget_of(repo: Repo, rules: Rules, base_name: str, mb: str | None, tree: str) -> Budget:
     """The budget of ``tree`` against the merge base ``mb`` (None: no common history)."""
     old = repo.commit_tree_of(mb) if mb is not None else None
+    from gitpilot.redact import is_credential_filename
     from gitpilot.review.risk import is_doc
 
-    # Line texts are only scanned in non-documentation files: only those are kept.
-    changes = [] if old == tree else repo.diff_stats(old, tree, lines_for=lambda path: not is_doc(path))
+    # Line texts are only scanned in non-documentation files: only those are kept. A file
+    # named like a credential store is judged by its name alone; its lines are never kept.
+    changes = [] if old == tree else repo.diff_stats(
+        old, tree, lines_for=lambda path: not is_doc(path) and not is_credential_filename(path))
     return classify(changes, rules, base_name, mb, tree)
 
 

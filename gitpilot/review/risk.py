@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gitpilot.redact import contains_secret
+from gitpilot.redact import contains_secret, is_credential_filename
 
 DOC_EXTENSIONS = (".md", ".markdown", ".txt", ".rst", ".adoc")
 
@@ -97,6 +97,8 @@ def path_rule(path: str, extra: Sequence[str] = ()) -> str | None:
     low = path.lower()
     parts = low.split("/")
     name = parts[-1]
+    if is_credential_filename(path):  # high-risk by its name; its lines are never read
+        return "a credential file"
     if name in _CI_FILES or low.startswith(_CI_DIRS):
         return "CI configuration"
     if name in _AGENT_FILES or any(p in _AGENT_DIRS for p in parts[:-1]):
