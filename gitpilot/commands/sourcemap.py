@@ -25,13 +25,10 @@ def command(budget: int | None, as_json: bool) -> int:
 
 
 def run(cwd: Path, budget: int | None, as_json: bool) -> int:
-    from gitpilot import config, output
+    from gitpilot import output
     from gitpilot.optimizer.sourcemap import source_map
-    from gitpilot.repo import Repo
 
-    root = Repo.discover(cwd).workdir
-    configured = int(config.load(root).get("optimizer.sourcemap_budget"))
-    result = source_map(root, budget, configured_budget=configured)
+    result = source_map(cwd, budget)
     if as_json:
         output.out(json.dumps(result.as_json(), indent=2, sort_keys=True))
     else:

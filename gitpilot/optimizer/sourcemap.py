@@ -47,7 +47,7 @@ from gitpilot.optimizer import decls
 NOTES_REF = "refs/notes/pilot/sourcemap"
 FORMAT = "v1"
 DEFAULT_BUDGET = 6000
-MIN_BUDGET = 200
+MIN_BUDGET = 400
 HEAD_BYTES = 8192  # imports are read from the first 8 KB of a file
 DECL_BYTES = 256 * 1024  # declarations from the first 256 KB
 MAX_FILE_BYTES = 1024 * 1024  # a larger "source" file is data or generated
@@ -382,27 +382,32 @@ def render_entries(entries: Sequence[decls.Entry], cap: int) -> str:
     return ", ".join(out)
 
 
-def _footer(left_out: Counter[str], excluded: Counter[str]) -> list[str]:
+def _footer(left_out: Counter[str], excluded: Counter[str], room: int) -> list[str]:
+    """What was left out, per directory (most first), and what is never mapped, within ``room``."""
     lines: list[str] = []
-    total = sum(left_out.values())
-    if total:
-        head = f"# Left out {total} files:"
-        items = sorted(left_out.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown: list[str] = []
-        length = len(head)
-        for i, (d, n) in enumerate(items):
-            piece = f" {d} {n},"
-            rest = f" +{len(items) - i} more directories ({sum(v for _, v in items[i:])} files)"
-            if length + len(piece) + len(rest) > FOOTER_CAP - 80 and i < len(items) - 1:
-                shown.append(rest)
-                break
-            shown.append(piece)
-            length += len(piece)
-        lines.append((head + "".join(shown)).rstrip(","))
     if excluded:
         parts = ", ".join(f"{n} {why}" for why, n in sorted(excluded.items()))
         lines.append(f"# Not mapped: {parts}")
-    return lines
+    total = sum(left_out.values())
+    if not total:
+        return lines
+    head = f"# Left out {total} files:"
+    cap = room - sum(len(ln) + 1 for ln in lines) - 1
+    items = sorted(left_out.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ""
+    for i, (d, n) in enumerate(items):
+        piece = f" {d} {n},"
+        more = f" +{len(items) - i} more directories ({sum(v for _, v in items[i:])} files)"
+        last = i == len(items) - 1
+        if len(head) + len(shown) + len(piece) + (0 if last else len(more)) > cap:
+            shown += more if shown or len(head) + len(more) <= cap else ""
+            break
+        shown += piece
+    return [(head + shown).rstrip(","), *lines]
+
+
+def _first_line(shown: int, total: int, where: str, budget: int) -> str:
+    return f"# Source map {FORMAT}: {shown} of {total} source files; {where}; budget {budget}"
 
 
 @dataclass
@@ -429,10 +434,13 @@ def build(root: Path, budget: int, tree: str | None) -> Built:
         f"the last {HISTORY_COMMITS}, shallow paths first; tests -{TEST_PENALTY}, examples/docs "
         f"-{SIDE_PENALTY}; each further file of a directory -{SAME_DIR_STEP}."
     )
-    footer_room = min(FOOTER_CAP, budget // 4)
+    if budget < 1500:
+        ranking = "# Ranked by importers, recent commits and depth (--json shows each file's score)."
+    footer_room = min(FOOTER_CAP, max(budget // 5, 60))
     chosen: dict[str, tuple[str, SourceFile, list[decls.Entry]]] = {}
     dirs: set[str] = set()
-    header_room = 140 + len(ranking)
+    total = len(inv.files)
+    header_room = len(_first_line(total, total, where, budget)) + 1 + len(ranking) + 1
     room = budget - header_room - footer_room
     misses = 0
     for f in ranked(inv.files):
@@ -451,10 +459,7 @@ def build(root: Path, budget: int, tree: str | None) -> Built:
         dirs.add(f.directory)
         room -= cost
     left_out = Counter(f.directory for f in inv.files if f.path not in chosen)
-    lines = [
-        f"# Source map {FORMAT}: {len(chosen)} of {len(inv.files)} source files; {where}; budget {budget}",
-        ranking,
-    ]
+    lines = [_first_line(len(chosen), total, where, budget), ranking]
     current = None
     for path in sorted(chosen, key=lambda p: (chosen[p][1].directory, p)):
         line, f, _ = chosen[path]
@@ -462,7 +467,7 @@ def build(root: Path, budget: int, tree: str | None) -> Built:
             current = f.directory
             lines.append(current)
         lines.append(line)
-    lines.extend(_footer(left_out, inv.excluded))
+    lines.extend(_footer(left_out, inv.excluded, footer_room))
     text = "\n".join(lines) + "\n"
     if len(text) > budget:  # never: rooms are reserved; guard the contract anyway
         text = text[: budget - 1].rsplit("\n", 1)[0] + "\n"
@@ -496,13 +501,32 @@ class SourceMap:
             "map": self.text,
         }
         data.update(parse(self.text))
-        if self.built is not None:
-            data["files"] = self.built.files
+        if self.built is not None:  # a fresh build also says why each file was chosen
+            why = {f["path"]: f for f in self.built.files}
+            for f in data["files"]:
+                f["ranking"] = {k: v for k, v in why[f["path"]].items() if k not in ("path", "declarations")}
         return data
 
 
+def split_declarations(rest: str) -> list[str]:
+    """``A{x(), y()}, f(), +3 more`` -> ``["A{x(), y()}", "f()", "+3 more"]`` (commas inside braces kept)."""
+    out: list[str] = []
+    depth = start = 0
+    for i, ch in enumerate(rest):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(rest[start:i].strip())
+            start = i + 1
+    if rest[start:].strip():
+        out.append(rest[start:].strip())
+    return out
+
+
 def parse(text: str) -> dict[str, Any]:
-    """The structure of a rendered map: files with their declaration text, left-out counts."""
+    """The structure of a rendered map: files with their declarations, left-out counts."""
     files: list[dict[str, Any]] = []
     directory = ""
     left_out: dict[str, int] = {}
@@ -515,52 +539,60 @@ def parse(text: str) -> dict[str, Any]:
         elif line.startswith("  ") and ": " in line:
             name, _, rest = line[2:].partition(": ")
             path = name if directory == "./" else directory + name
-            files.append({"path": path, "declarations": rest})
+            files.append({"path": path, "declarations": split_declarations(rest)})
         elif line.endswith("/"):
             directory = line
     return {"files": files, "left_out": left_out}
 
 
-def _git_out(root: Path, *args: str) -> tuple[int, bytes]:
-    proc = subprocess.run(
-        ["git", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env()
-    )
-    return proc.returncode, proc.stdout
+@dataclass
+class Probe:
+    """What three parallel git calls say: the worktree root, HEAD's tree when nothing tracked
+    differs from it (untracked files cannot make the map stale: it covers tracked files),
+    and the note stored on that tree."""
+
+    root: Path | None
+    tree: str | None
+    note: str | None
 
 
-def _env() -> dict[str, str]:
+def probe(cwd: Path) -> Probe:
+    """One round of git: ``status`` (tracked files only), ``rev-parse`` and ``notes show`` at once."""
     from gitpilot.gitrun import clean_env
 
-    return clean_env()
+    env = clean_env()
+
+    def start(*args: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            ["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
+
+    procs = [
+        start("status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules=all"),
+        start("rev-parse", "--show-toplevel", "HEAD^{tree}"),
+        start("notes", f"--ref={NOTES_REF}", "show", "HEAD^{tree}"),
+    ]
+    (status, s_rc), (where, w_rc), (note, n_rc) = [(p.communicate()[0], p.returncode) for p in procs]
+    lines = where.decode("utf-8", "surrogateescape").splitlines()
+    if w_rc != 0 or len(lines) != 2:
+        top = lines[0] if lines and lines[0].startswith("/") else None  # an unborn HEAD still has a root
+        return Probe(Path(top) if top else None, None, None)
+    tree = lines[1].strip() if s_rc == 0 and not status.strip() else None
+    text = note.decode("utf-8", "replace") if n_rc == 0 and tree is not None else None
+    return Probe(Path(lines[0]), tree, text)
 
 
-def clean_tree(root: Path) -> str | None:
-    """HEAD's tree id when no tracked file differs from HEAD (untracked files do not matter:
-    the map covers tracked files only); None when dirty or unborn."""
-    status = subprocess.Popen(
-        ["git", "status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules=all"],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_env(),
+def _usable(note: str | None, tree: str, budget: int) -> bool:
+    """A stored map of this format, for this tree (HEAD may move between the calls), at this budget."""
+    if note is None:
+        return False
+    m = _HEADER.search(note.split("\n", 1)[0])
+    return (
+        m is not None
+        and m.group("fmt") == FORMAT
+        and int(m.group("budget")) == budget
+        and f"tree {tree[:12]};" in note.split("\n", 1)[0]
     )
-    code, tree = _git_out(root, "rev-parse", "--verify", "--quiet", "HEAD^{tree}")
-    out, _ = status.communicate()
-    if status.returncode != 0 or out.strip() or code != 0:
-        return None
-    return tree.decode().strip() or None
-
-
-def cached_text(root: Path, tree: str, budget: int) -> str | None:
-    """The stored map of ``tree`` when it was made by this format at this budget."""
-    code, body = _git_out(root, "notes", f"--ref={NOTES_REF}", "show", tree)
-    if code != 0:
-        return None
-    text = body.decode("utf-8", "replace")
-    m = _HEADER.search(text.split("\n", 1)[0])
-    if m is None or m.group("fmt") != FORMAT or int(m.group("budget")) != budget:
-        return None
-    return text
 
 
 def store(root: Path, tree: str, text: str) -> None:
@@ -574,31 +606,40 @@ def store(root: Path, tree: str, text: str) -> None:
         pass  # the note is a cache: a read-only or busy repository still gets its map
 
 
-def source_map(
-    root: Path, budget: int | None = None, *, configured_budget: int = DEFAULT_BUDGET
-) -> SourceMap:
-    """The map of the worktree at ``root``: from the cache when the tree is clean, else built.
+def configured_budget(root: Path) -> int:
+    from gitpilot import config
 
-    Only a clean tree's map at the configured budget is stored: a dirty tree's state is
-    transient, and other budgets are one-off requests.
+    return int(config.load(root).get("optimizer.sourcemap_budget"))
+
+
+def source_map(cwd: Path, budget: int | None = None) -> SourceMap:
+    """The map of the worktree containing ``cwd``: the stored one when the tree is clean, else built.
+
+    Only a clean tree's map at the configured budget (``[optimizer] sourcemap_budget``) is
+    stored: a dirty tree's state is transient, and other budgets are one-off requests.
     """
-    want = configured_budget if budget is None else budget
-    tree = clean_tree(root)
-    if tree is not None:
-        text = cached_text(root, tree, want)
-        if text is not None:
-            return SourceMap(text, want, tree, True)
-    built = build(root, want, tree)
-    if tree is not None and want == configured_budget:
-        store(root, tree, built.text)
-    return SourceMap(built.text, want, tree, False, built)
+    found = probe(cwd)
+    if found.root is None:
+        from gitpilot.repo import Repo
+
+        # not a repository, or a bare one: the facade raises the right error
+        found = Probe(Repo.discover(cwd).workdir, None, None)
+    assert found.root is not None
+    configured = configured_budget(found.root)
+    want = configured if budget is None else budget
+    if found.tree is not None and _usable(found.note, found.tree, want):
+        assert found.note is not None
+        return SourceMap(found.note, want, found.tree, True)
+    built = build(found.root, want, found.tree)
+    if found.tree is not None and want == configured:
+        store(found.root, found.tree, built.text)
+    return SourceMap(built.text, want, found.tree, False, built)
 
 
 def session_context(root: Path) -> str | None:
     """The map for SessionStart ``additionalContext`` when ``[optimizer] sourcemap_inject`` is on."""
     from gitpilot import config
 
-    cfg = config.load(root)
-    if not cfg.get("optimizer.sourcemap_inject"):
+    if not config.load(root).get("optimizer.sourcemap_inject"):
         return None
-    return source_map(root, configured_budget=int(cfg.get("optimizer.sourcemap_budget"))).text
+    return source_map(root).text
