@@ -38,11 +38,13 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitpilot.errors import PilotError
 from gitpilot.gitrun import run_git
-from gitpilot.optimizer import decls
+
+if TYPE_CHECKING:  # imported where a map is built: a cache hit never compiles its regexes
+    from gitpilot.optimizer import decls
 
 NOTES_REF = "refs/notes/pilot/sourcemap"
 FORMAT = "v1"
@@ -173,6 +175,8 @@ def _attributes(root: Path, paths: Sequence[str]) -> dict[str, str]:
 
 def inventory(root: Path) -> Inventory:
     """The mappable source files of the worktree at ``root``, with their heads read."""
+    from gitpilot.optimizer import decls
+
     inv = Inventory()
     candidates: list[tuple[str, str]] = []
     attributes_file = False
@@ -243,6 +247,8 @@ def _read_text(path: Path) -> str:
 # -- ranking ---------------------------------------------------------------------------------
 def count_importers(files: Sequence[SourceFile]) -> None:
     """Set each file's ``importers``: how many other files import its module (path-suffix match)."""
+    from gitpilot.optimizer import decls
+
     unique: dict[str, set[tuple[str, ...]]] = defaultdict(set)
     for f in files:
         if f.module:
@@ -340,6 +346,8 @@ PRIVATE_BY_UNDERSCORE = frozenset({"python", "js"})
 def public(entries: list[decls.Entry], lang: str) -> list[decls.Entry]:
     """Drop ``_private`` names (Python, JavaScript/TypeScript conventions): they cost budget and
     are not what another file calls."""
+    from gitpilot.optimizer import decls
+
     if lang not in PRIVATE_BY_UNDERSCORE:
         return entries
     kept: list[decls.Entry] = []
@@ -423,6 +431,8 @@ class Built:
 
 def build(root: Path, budget: int, tree: str | None) -> Built:
     """Build the map of the worktree at ``root`` (``tree``: its tree id when clean, for the header)."""
+    from gitpilot.optimizer import decls
+
     if budget < MIN_BUDGET:
         raise PilotError(f"a source map budget must be at least {MIN_BUDGET} characters (got {budget})")
     inv = inventory(root)
