@@ -257,6 +257,8 @@ def test_undo_of_a_created_file_removes_it_and_its_directory(repo: Path) -> None
     assert json.loads((repo / ".claude" / "settings.local.json").read_text()) == {
         "permissions": {"deny": ["CronCreate"]}
     }
+    again = run_pilot("optimize", "apply", "claude-tool-CronCreate", cwd=repo)
+    assert again.returncode == 1 and "claude-tool-CronCreate is already applied (receipt " in again.stderr
     proc = run_pilot("optimize", "undo", "claude-tool-CronCreate", cwd=repo)  # by proposal name
     assert proc.returncode == 0, proc.stderr
     assert not (repo / ".claude").exists()

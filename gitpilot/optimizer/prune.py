@@ -136,6 +136,12 @@ def apply(root: Path, name: str, home: Path | None = None) -> Receipt:
     found = {p.name: p for p in proposals(ctx)}
     p = found.get(name)
     if p is None:
+        applied = [r for r in receipts_of(root).all() if r.name == name and r.state == APPLIED]
+        if applied:
+            raise PilotError(
+                f"{name} is already applied (receipt {applied[-1].id}; "
+                f"`git pilot optimize undo {applied[-1].id}` reverts it)"
+            )
         names = ", ".join(sorted(found)) or "none"
         raise PilotError(f"no proposal named {name!r} (current proposals: {names})")
     if p.sessions < p.required:
