@@ -70,10 +70,15 @@ def append_line(path: Path, line: bytes) -> bool:
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
+            # A writer killed mid-line left no newline: end that line first, or this event
+            # would be glued to it and lost with it.
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
             view = memoryview(line)
             while view:
                 view = view[os.write(fd, view):]
