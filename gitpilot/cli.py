@@ -12,13 +12,13 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from gitpilot import __version__
 from gitpilot.errors import PilotError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 # name -> "module:attribute" of a click command; imported only when that command runs.
@@ -93,12 +93,16 @@ def _fast_path(argv: list[str]) -> int | None:
         from gitpilot.checks.engine import CheckOptions, run_checks
 
         opts = CheckOptions(json=("--json" in argv), explain=("--explain" in argv), bail=("--bail" in argv))
+        from pathlib import Path
+
         return run_checks(Path.cwd(), opts)
     return None
 
 
 def _rearm_quota_helper() -> None:
     """A resume ticket outlives a reboot; any later command restarts its helper (one stat)."""
+    from pathlib import Path
+
     try:
         from gitpilot.repo import Repo
 
@@ -113,6 +117,7 @@ def _rearm_quota_helper() -> None:
 def _crash_log() -> Path:
     import tempfile
     import traceback
+    from pathlib import Path
     try:
         from gitpilot.repo import Repo
 

@@ -70,18 +70,18 @@ def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True) -> Caps
 def result_from_hit(hit: Any) -> CapsuleResult:
     """The result for a capsule served by its stamp (the manifest is read from its file)."""
     try:
-        manifest = json.loads(hit.json_path.read_bytes())
+        manifest = json.loads(Path(hit.json_path).read_bytes())
     except (OSError, ValueError):
         manifest = {}
     return CapsuleResult(
         hit.body.decode("utf-8"),
         manifest,
-        hit.md_path,
+        Path(hit.md_path),
         True,
         int(hit.stamp["baseline_bytes"]),
         len(hit.body),
         hit.task_id,
-        hit.json_path,
+        Path(hit.json_path),
     )
 
 

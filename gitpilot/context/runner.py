@@ -5,12 +5,14 @@ Kept free of click so ``cli._fast_path`` can serve a warm capsule with the light
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
-from typing import Any
 
 from gitpilot.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # json, pathlib and typing cost more than a warm capsule itself
+    from pathlib import Path
+    from typing import Any
 
 
 def read_task(task_file: str | None, task: str | None) -> str:
@@ -24,9 +26,12 @@ def read_task(task_file: str | None, task: str | None) -> str:
             text = sys.stdin.buffer.read().decode("utf-8")
         else:
             try:
-                text = Path(task_file).read_bytes().decode("utf-8")
+                with open(task_file, "rb") as fh:
+                    text = fh.read().decode("utf-8")
             except FileNotFoundError as exc:
                 raise UsageError(f"no such task file: {task_file}") from exc
+            except IsADirectoryError as exc:
+                raise UsageError(f"task file is a directory: {task_file}") from exc
             except UnicodeDecodeError as exc:
                 raise UsageError(f"task file is not UTF-8: {task_file}") from exc
     elif not sys.stdin.isatty():
@@ -38,7 +43,7 @@ def read_task(task_file: str | None, task: str | None) -> str:
     return text
 
 
-def run(cwd: Path, task_text: str, *, print_: bool, as_json: bool) -> int:
+def run(cwd: str | Path, task_text: str, *, print_: bool, as_json: bool) -> int:
     from gitpilot.context.stamp import express
     from gitpilot.output import out, write
 
@@ -63,6 +68,8 @@ def run(cwd: Path, task_text: str, *, print_: bool, as_json: bool) -> int:
         "reduction": _reduction(result.baseline_bytes, result.capsule_bytes),
     }
     if as_json:
+        import json
+
         out(json.dumps({**sizes, "manifest": result.manifest}, sort_keys=True, ensure_ascii=False))
         return 0
     out(
@@ -76,16 +83,18 @@ def run(cwd: Path, task_text: str, *, print_: bool, as_json: bool) -> int:
     return 0
 
 
-def _full(cwd: Path, task_text: str, hit: Any) -> Any:
+def _full(cwd: str | Path, task_text: str, hit: Any) -> Any:
     from gitpilot.context import warm
 
     if hit is not None:
         from gitpilot.context.capsule import result_from_hit
 
         return result_from_hit(hit)
+    from pathlib import Path
+
     from gitpilot.repo import Repo
 
-    repo = Repo.discover(cwd)
+    repo = Repo.discover(Path(cwd))
     state = warm.prepare(repo, task_text)
     result = warm.try_reuse(repo, state)
     if result is None:
@@ -134,4 +143,6 @@ def fast(argv: list[str]) -> int | None:
                 task_file = val
         else:
             return None
-    return run(Path.cwd(), read_task(task_file, task), print_=flags["--print"], as_json=flags["--json"])
+    import os
+
+    return run(os.getcwd(), read_task(task_file, task), print_=flags["--print"], as_json=flags["--json"])

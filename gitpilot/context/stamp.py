@@ -1,31 +1,39 @@
 """The express path of a warm ``git pilot capsule``: a stamp check with the standard library only.
 
-When a capsule is built (or fully re-verified), a stamp is written beside it: the context
-fingerprint, the index file's stat signature, the dirty context files with their blob ids,
-the stat signatures of the files that live outside the index (config, untracked instruction
-and memory files, ``.claude/rules`` directories) and the capsule's hash. A later run with the
-same task accepts the capsule when the index file is the same file unchanged (so ``git ls-files
--s``, the roles and the blob ids are the same), ``git diff-files`` names the same dirty context
-files with the same blob ids, every probed file has the same stat signature, and the capsule
-on disk still has its hash. Anything else falls back to the full check in ``warm``: a stamp can
-only make a run faster, never serve a capsule the fingerprint would reject.
+When a capsule is built (or fully re-verified), a stamp is written beside it: the index
+file's stat signature, the lstat signature of every source the capsule was built from (the
+context, instruction and memory files and their imports), of the files that live outside
+the index (config, untracked instruction and memory files, ``.claude/rules`` directories),
+and the capsule's hash. A later run with the same task accepts the capsule when the index
+file is the same file unchanged (so the tracked files, roles and blob ids are the same),
+every source and probe has the same signature, and the capsule on disk still has its hash.
+A file modified after the full check started (or within git's racy window before it) is
+never trusted by its signature, exactly as git treats racily clean index entries. Anything
+else falls back to the full check in ``warm``: a stamp can only make a run faster, never
+serve a capsule the fingerprint would reject.
 
-Imports: os and json (blake3 for the task id and the capsule's hash, hashlib only for a dirty file); no pygit2, no markdown-it,
-no config or redaction module.
+The stamp is a ``marshal`` dump of plain values, and this module imports only ``os`` and
+``marshal`` (builtins) at module level, plus blake3 for the task id and the capsule hash:
+no json, re, pathlib or typing, whose imports cost more than the whole check.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Iterable, Mapping
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+    from typing import Any
 
-STAMP_FORMAT = 1
+STAMP_FORMAT = 3
 CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
+# git's racy window: a file whose mtime is this close to (or after) the moment its content
+# was read may change again without its signature changing.
+RACY_NS = 2_000_000_000
+RACY = [-1]  # the signature recorded for such a file: never equal to a real one ([] is "missing")
 # Variables that point git at another repository, index or object store (a calling hook's):
 # with any of them set the express path steps aside for the full one.
 _ENV_BLOCKERS = (
@@ -46,9 +54,7 @@ class Hit:
 
     __slots__ = ("task_id", "md_path", "json_path", "body", "stamp")
 
-    def __init__(
-        self, task_id: str, md_path: Path, json_path: Path, body: bytes, stamp: dict[str, Any]
-    ) -> None:
+    def __init__(self, task_id: str, md_path: str, json_path: str, body: bytes, stamp: dict[str, Any]) -> None:
         self.task_id = task_id
         self.md_path = md_path
         self.json_path = json_path
@@ -56,7 +62,7 @@ class Hit:
         self.stamp = stamp
 
 
-def signature(path: Path) -> list[int]:
+def signature(path: str | os.PathLike[str]) -> list[int]:
     """A file's lstat signature: [] when missing, else [size, mtime_ns, inode, mode]."""
     try:
         st = os.lstat(path)
@@ -65,103 +71,83 @@ def signature(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode]
 
 
-def find_repo(cwd: Path) -> tuple[Path, Path] | None:
+def find_repo(cwd: str) -> tuple[str, str] | None:
     """(worktree root, git dir) found by walking up from ``cwd``; None when unsure (use git)."""
     if any(k in os.environ for k in _ENV_BLOCKERS):
         return None
-    cur = cwd.resolve()
-    for folder in (cur, *cur.parents):
-        dot = folder / ".git"
-        if dot.is_dir():
-            return (folder, dot) if (dot / "HEAD").is_file() else None
-        if dot.is_file():
+    folder = os.path.realpath(cwd)
+    while True:
+        dot = os.path.join(folder, ".git")
+        if os.path.isdir(dot):
+            return (folder, dot) if os.path.isfile(os.path.join(dot, "HEAD")) else None
+        if os.path.isfile(dot):
             try:
-                text = dot.read_text("utf-8").strip()
+                with open(dot, "rb") as fh:
+                    text = fh.read().decode("utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 return None
             if not text.startswith("gitdir:"):
                 return None
-            gd = Path(text[7:].strip())
-            gd = gd if gd.is_absolute() else (folder / gd).resolve()
-            return (folder, gd) if (gd / "HEAD").is_file() else None
-    return None
+            gd = os.path.realpath(os.path.join(folder, text[7:].strip()))
+            return (folder, gd) if os.path.isfile(os.path.join(gd, "HEAD")) else None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def task_id(task_text: str) -> str:
     import blake3
 
-    return blake3.blake3(task_text.encode("utf-8")).hexdigest()
+    return str(blake3.blake3(task_text.encode("utf-8")).hexdigest())
 
 
-def stamp_path(git_dir: Path, tid: str) -> Path:
-    return git_dir / "pilot" / f"capsule-{tid}.stamp"
+def stamp_path(git_dir: str | os.PathLike[str], tid: str) -> str:
+    return os.path.join(git_dir, "pilot", f"capsule-{tid}.stamp")
 
 
-def git_blob_id(data: bytes) -> str:
-    import hashlib  # only when a context file is dirty: OpenSSL's start-up is not free
+def sigs_digest(root: str, names: list[str], racy_after: int | None = None) -> tuple[str, bool]:
+    """blake3 over the lstat signatures of ``root/name`` for every name (one line each, "-" when
+    missing), and whether any has an mtime at or after ``racy_after``.
 
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    One digest instead of a signature per file: loading a stamp of thousands of signatures
+    costs more than taking them.
+    """
+    import blake3
+
+    lines = []
+    racy = False
+    prefix = root.rstrip("/") + "/"
+    for rel in names:
+        try:
+            st = os.lstat(prefix + rel)
+        except OSError:
+            lines.append("-")
+            continue
+        if racy_after is not None and st.st_mtime_ns >= racy_after:
+            racy = True
+        lines.append(f"{st.st_size} {st.st_mtime_ns} {st.st_ino} {st.st_mode}")
+    return str(blake3.blake3("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()), racy
 
 
 def content_hash(data: bytes) -> str:
     """The stamp's hash of the capsule file (blake3: already loaded for the task id)."""
     import blake3
 
-    return blake3.blake3(data).hexdigest()
+    return str(blake3.blake3(data).hexdigest())
 
 
-def dirty_paths(root: Path) -> set[str] | None:
-    """Tracked paths whose working-tree stat differs from the index (``git diff-files``)."""
-    out = _git(root, "diff-files", "--name-only", "-z")
-    if out is None:
-        return None
-    return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
-
-
-def _git(root: Path, *args: str) -> bytes | None:
-    """stdout of ``git -C root args`` (None on failure), spawned without importing subprocess.
-
-    ``find_repo`` has already refused an environment that points git elsewhere, so the
-    environment is passed as it is.
-    """
-    r, w = os.pipe()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    try:
-        pid = os.posix_spawnp(
-            "git",
-            ["git", "-C", str(root), *args],
-            os.environ,
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, devnull, 0),
-                (os.POSIX_SPAWN_DUP2, w, 1),
-                (os.POSIX_SPAWN_DUP2, devnull, 2),
-                (os.POSIX_SPAWN_CLOSE, r),
-            ],
-        )
-    except OSError:
-        os.close(r)
-        return None
-    finally:
-        os.close(w)
-        os.close(devnull)
-    chunks = []
-    with os.fdopen(r, "rb") as pipe:
-        while chunk := pipe.read(65536):
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
-
-
-def express(cwd: Path, task_text: str) -> Hit | None:
+def express(cwd: str | os.PathLike[str], task_text: str) -> Hit | None:
     """The stored capsule for ``task_text`` when its stamp still holds; None otherwise."""
-    found = find_repo(cwd)
+    found = find_repo(os.fspath(cwd))
     if found is None:
         return None
     root, git_dir = found
     tid = task_id(task_text)
     try:
-        stamp = json.loads(stamp_path(git_dir, tid).read_bytes())
-    except (OSError, ValueError):
+        with open(stamp_path(git_dir, tid), "rb") as fh:
+            stamp = marshal.load(fh)
+    except (OSError, ValueError, EOFError, TypeError):
         return None
     from gitpilot import __version__
 
@@ -169,36 +155,22 @@ def express(cwd: Path, task_text: str) -> Hit | None:
         not isinstance(stamp, dict)
         or stamp.get("format") != STAMP_FORMAT
         or stamp.get("version") != __version__
+        or stamp.get("root") != root
+        or stamp.get("index") != signature(os.path.join(git_dir, "index"))
     ):
         return None
-    if stamp.get("index") != signature(git_dir / "index") or stamp.get("root") != str(root):
+    names, digest = stamp.get("paths"), stamp.get("sigs_digest")
+    if not isinstance(names, str) or not digest or sigs_digest(root, names.split("\n"))[0] != digest:
         return None
-    for rel, sig in stamp.get("probes", {}).items():
-        if signature(root / rel) != sig:
-            return None
-    dirty = dirty_paths(root)
-    if dirty is None:
-        return None
-    sources = set(stamp.get("sources", "").split("\n"))
-    want: Mapping[str, str] = stamp.get("dirty", {})
-    now = sorted(p for p in dirty if p in sources)
-    if now != sorted(want):
-        return None
-    for rel in now:
-        try:
-            blob = git_blob_id((root / rel).read_bytes()) if not os.path.islink(root / rel) else ""
-        except OSError:
-            blob = ""
-        if blob != want[rel]:
-            return None
-    md_path = git_dir / "pilot" / f"capsule-{tid}.md"
+    md_path = os.path.join(git_dir, "pilot", f"capsule-{tid}.md")
     try:
-        body = md_path.read_bytes()
+        with open(md_path, "rb") as fh:
+            body = fh.read()
     except OSError:
         return None
     if content_hash(body) != stamp.get("capsule_blake3"):
         return None
-    return Hit(tid, md_path, git_dir / "pilot" / f"capsule-{tid}.json", body, stamp)
+    return Hit(tid, md_path, os.path.join(git_dir, "pilot", f"capsule-{tid}.json"), body, stamp)
 
 
 def write_stamp(
@@ -210,30 +182,39 @@ def write_stamp(
     fingerprint: str,
     capsule: bytes,
     sources: Iterable[str],
-    dirty: Mapping[str, str],
     probes: Iterable[str],
+    started_ns: int,
     baseline_bytes: int,
     capsule_bytes: int,
 ) -> None:
-    """Record what the express path compares (after a full build or a full re-verification)."""
+    """Record what the express path compares (after a full build or a full re-verification).
+
+    A file whose mtime is not safely before ``started_ns`` (when the full check began reading)
+    is recorded as ``RACY``, which the express path never accepts.
+    """
     from gitpilot import __version__
 
-    probe_sigs = {rel: signature(root / rel) for rel in sorted(set(probes) | set(CONFIG_PROBES))}
+    names = sorted(set(sources) | set(probes) | set(CONFIG_PROBES))
+    digest, racy = sigs_digest(os.path.realpath(root), names, racy_after=started_ns - RACY_NS)
+    index = list(index_sig)
+    if index and index[1] >= started_ns - RACY_NS:
+        index = RACY  # an index written in the racy window: the next run checks in full
     body = {
         "format": STAMP_FORMAT,
         "version": __version__,
-        "root": str(root),
-        "index": index_sig,
+        "root": os.path.realpath(root),
+        "index": index,
         "fingerprint": fingerprint,
         "capsule_blake3": content_hash(capsule),
-        "sources": "\n".join(sorted(set(sources))),
-        "dirty": dict(sorted(dirty.items())),
-        "probes": probe_sigs,
+        "paths": "\n".join(names),
+        # a file changed in the racy window: no digest, so the next run checks in full
+        "sigs_digest": "" if racy else digest,
         "baseline_bytes": baseline_bytes,
         "capsule_bytes": capsule_bytes,
     }
     path = stamp_path(git_dir, tid)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(path), f".capsule-{tid}.stamp.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        marshal.dump(body, fh)
     os.replace(tmp, path)

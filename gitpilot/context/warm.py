@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ class State:
     version: str = __version__
     sources_at_plan: set[str] = field(default_factory=set)
     index_sig: list[int] = field(default_factory=list)
+    started_ns: int = 0  # when the sources were first looked at: later mtimes are racy
 
     @property
     def md_name(self) -> str:
@@ -80,6 +82,7 @@ def prepare(repo: Repo, task_text: str) -> State:
     from gitpilot.store.tasks import task_id
 
     root = repo.workdir
+    started_ns = time.time_ns()
     index_sig = signature(repo.git_dir / "index")  # before reading the index: a later change misses
     cfg = config_mod.load(root)
     opts = options_from(cfg)
@@ -110,6 +113,7 @@ def prepare(repo: Repo, task_text: str) -> State:
         len(task_text.encode("utf-8")),
         sources_at_plan=set(srcs),
         index_sig=index_sig,
+        started_ns=started_ns,
     )
 
 
@@ -173,7 +177,6 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: byte
 
     extras = [str(p) for p in manifest.get("extra_sources", [])]
     sources = set(state.sources) | set(extras)
-    dirty = {p: state.inventory.blob(p) or "" for p in sorted(sources) if p in state.inventory.dirty}
     write_stamp(
         repo.git_dir,
         state.root,
@@ -182,8 +185,8 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: byte
         fingerprint=str(manifest.get("fingerprint")),
         capsule=body,
         sources=sources,
-        dirty=dirty,
         probes=probe_paths(state, extras),
+        started_ns=state.started_ns,
         baseline_bytes=int(manifest.get("baseline_bytes", 0)),
         capsule_bytes=int(manifest.get("capsule_bytes", 0)),
     )
