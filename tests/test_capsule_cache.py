@@ -173,3 +173,25 @@ def test_many_section_maps_land_as_one_notes_commit_that_stock_git_reads(tmp_pat
     assert len(git(root, "notes", "--ref=pilot/sections", "list").splitlines()) == 60
     assert before  # the repository's own history is untouched
     assert build_capsule(repo, "Explain topic 8").manifest["parsed_files"] == 0
+
+
+def test_the_express_path_never_serves_a_capsule_after_a_same_size_edit(tmp_path: Path) -> None:
+    import time
+
+    from gitpilot.context import stamp
+
+    repo = _repo(tmp_path)
+    root = repo.workdir
+    run_pilot("capsule", "--task", TASK, cwd=root)
+    time.sleep(stamp.RACY_NS / 1e9 + 0.2)  # out of the racy window: the next full check writes a digest
+    assert "capsule reused" in run_pilot("capsule", "--task", TASK, cwd=root).stdout
+    assert stamp.express(str(root), TASK) is not None  # the stamp now serves warm runs alone
+    doc = root / "docs" / "cache.md"
+    old = doc.read_text()
+    doc.write_text(old.replace("ten minutes", "six minutes"))  # same size, same second
+    assert stamp.express(str(root), TASK) is None
+    printed = run_pilot("capsule", "--task", TASK, "--print", cwd=root).stdout
+    assert "six minutes" in printed and "ten minutes" not in printed
+    # an edit made while the capsule was being built is never trusted by its signature
+    digest, racy = stamp.sigs_digest(str(root), ["docs/cache.md"], racy_after=time.time_ns() - stamp.RACY_NS)
+    assert racy and digest
