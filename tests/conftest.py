@@ -52,8 +52,7 @@ def _hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
     """Run real git in ``cwd`` and return its stdout as text."""
-    proc = subprocess.run(["git", *args], cwd=cwd, input=input, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE)
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True)
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode()}")
     return proc.stdout.decode()
@@ -89,7 +88,7 @@ def run_pilot(*args: str, cwd: Path, input: bytes | None = None, env: dict[str, 
               timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run ``git pilot ARGS`` from this checkout as a real process."""
     proc = subprocess.run([sys.executable, "-m", "gitpilot", *args], cwd=cwd, input=input,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=pilot_env(env), timeout=timeout)
+                          capture_output=True, env=pilot_env(env), timeout=timeout)
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                                        proc.stderr.decode("utf-8", "replace"))
 

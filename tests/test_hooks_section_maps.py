@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import git, make_repo, pilot_on_path, run_pilot  # noqa: F401
+from conftest import git, make_repo, run_pilot
 
 
 def _mapped(repo: Path) -> set[str]:
