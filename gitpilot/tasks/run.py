@@ -204,11 +204,20 @@ def _plain_sources(ctx: _Ctx) -> tuple[Path, list[str], str | None, list[str]]:
     instr = [str(x) for x in _setting(ctx.cfg, "leanloop.context.instruction_files",
                                       ["CLAUDE.md", "AGENTS.md"])]
     tracked = ctx.repo.ls_files()
-    rule_files = [p for p in instr if (root / p).is_file()]
+    rule_files = [p for p in instr if _inside(root, p)]
     patterns = [str(x) for x in _setting(ctx.cfg, "leanloop.context.files", ["*.md", "*.mdx"])]
-    context = [p for p in tracked if matches(p, patterns) and p not in rule_files]
+    context = [p for p in tracked if matches(p, patterns) and p not in rule_files and _inside(root, p)]
     config_path = str(ctx.cfg.path.relative_to(root)) if ctx.cfg.path else None
     return task_path, rule_files, config_path, sorted(context)
+
+
+def _inside(root: Path, rel: str) -> bool:
+    """A file in the worktree, also once symlinks are followed (never one elsewhere on the machine)."""
+    path = root / rel
+    try:
+        return path.is_file() and path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
 
 
 def _launch_mode(ctx: _Ctx) -> Mode:
