@@ -212,7 +212,12 @@ def _plain_sources(ctx: _Ctx) -> tuple[Path, list[str], str | None, list[str]]:
 
 
 def _inside(root: Path, rel: str) -> bool:
-    """A file in the worktree, also once symlinks are followed (never one elsewhere on the machine)."""
+    """A file in the worktree, also once symlinks are followed (never one elsewhere on the machine),
+    and not a credential store (the agent is never pointed at one)."""
+    from gitpilot.redact import is_credential_filename
+
+    if is_credential_filename(rel):
+        return False
     path = root / rel
     try:
         return path.is_file() and path.resolve().is_relative_to(root.resolve())
