@@ -1,0 +1,60 @@
+"""DESIGN.md's boundaries: one module owns each heavy library, and hot paths stay light."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO_ROOT, make_repo, pilot_env
+
+OWNERS = {"pygit2": "gitpilot/repo.py", "tomlkit": "gitpilot/config.py", "colorama": "gitpilot/output.py"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text("utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_each_heavy_library_is_imported_by_its_owner_only() -> None:
+    offenders = []
+    for path in sorted((REPO_ROOT / "gitpilot").rglob("*.py")):
+        rel = path.relative_to(REPO_ROOT).as_posix()
+        for lib in sorted(_imports(path) & OWNERS.keys()):
+            if OWNERS[lib] != rel:
+                offenders.append(f"{rel} imports {lib}")
+    assert offenders == []
+
+
+PROBE = """
+import sys, runpy
+sys.argv = ["git-pilot"] + sys.argv[1:]
+try:
+    runpy.run_module("gitpilot", run_name="__main__")
+except SystemExit:
+    pass
+heavy = sorted(m for m in ("click", "pygit2", "tomlkit", "markdown_it", "regex", "colorama", "dataclasses")
+               if m in sys.modules)
+sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
+"""
+
+
+def _heavy(args: list[str], cwd: Path) -> str:
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, env=pilot_env(), capture_output=True, text=True)
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("HEAVY=")]
+    assert line, proc.stderr
+    return line[0][6:]
+
+
+def test_a_cache_hit_check_imports_no_heavy_library(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {".gitpilot.toml": '[[check]]\nname = "t"\nrun = "true"\n'})
+    subprocess.run([sys.executable, "-m", "gitpilot", "check"], cwd=repo, env=pilot_env(), check=True,
+                   capture_output=True)
+    assert _heavy(["check"], repo) == ""
