@@ -1,0 +1,41 @@
+"""The README's first command on a clean install: `pip install .` then `git pilot demo` through git."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+
+@pytest.mark.timeout(300)
+def test_a_clean_install_runs_the_demo_through_git(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    # Dependencies come from this interpreter's site-packages; the project itself is built and
+    # installed as a user's `pip install .` would (no editable finder, no source tree on the path).
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    src = tmp_path / "src"
+    shutil.copytree(REPO_ROOT, src, ignore=shutil.ignore_patterns(".git", "__pycache__", "build", "*.egg-info"))
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
+                          "--disable-pip-version-check", str(src)], capture_output=True, text=True)
+    if pip.returncode != 0 and ("Could not find a version" in pip.stderr or "connection" in pip.stderr.lower()):
+        pytest.skip("the build backend could not be fetched from the package index")
+    assert pip.returncode == 0, pip.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    demo = subprocess.run(["git", "pilot", "demo"], cwd=work, env=env, capture_output=True, text=True, timeout=240)
+    assert demo.returncode == 0, demo.stderr
+    assert "PASS python3 tests/run_tests.py" in demo.stdout and "(reused: passed" in demo.stdout
+    assert "not installed with this copy" not in demo.stdout + demo.stderr
+    # what the installed copy ships besides the package: the man page and the hook shims
+    assert (venv / "share" / "man" / "man1" / "git-pilot.1").is_file()
+    assert (venv / "share" / "git-pilot" / "git-hooks" / "pre-push").is_file()
+    version = subprocess.run(["git", "pilot", "--version"], cwd=work, env=env, capture_output=True, text=True)
+    assert version.stdout.startswith("git pilot ")
