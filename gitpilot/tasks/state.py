@@ -98,6 +98,9 @@ def set_facts(repo: Repo, tid: str, *, pr: int | None = None, ci: str | None = N
         line = " ".join(b.split())
         if not line:
             raise UsageError("--blocker needs a reason")
+        from gitpilot.redact import redact
+
+        line = redact(line)  # a reason may quote a credential; the task record never keeps one
         cleaned.append(line if len(line) <= MAX_BLOCKER else line[: MAX_BLOCKER - 1] + "…")
 
     def change(state: dict[str, Any]) -> None:
