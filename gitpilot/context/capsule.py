@@ -146,13 +146,14 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     shown: dict[str, list[tuple[int, int]]] = {}
     withheld: list[_Piece] = []
     instr, aliases = _instructions(srcs, files, opts, shown, withheld)
-    mandatory = _mandatory(root, srcs, files, opts, task_text, ids, shown, withheld, skipped)
+    copies = _copies(srcs, files, shown)
+    mandatory = _mandatory(root, srcs, files, opts, task_text, ids, shown, withheld, skipped, copies)
     from gitpilot.context.select import Doc, select
 
     docs = [
         Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles), nested=("nested" in s.roles))
         for p, s in srcs.items()
-        if p in files.maps and _candidate(s)
+        if p in files.maps and _candidate(s) and p not in copies
     ]
     sel = select(
         docs,
@@ -161,7 +162,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
         max_excerpt_bytes=opts.max_excerpt_bytes,
         max_section_bytes=opts.max_section_bytes,
     )
-    whole = _matching_nested(srcs, files, sel, shown)
+    whole = _matching_nested(srcs, files, sel, shown, copies)
     mandatory += [
         piece
         for path in whole
@@ -193,6 +194,34 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     text = _render(state, repo, srcs, files, instr, aliases, mandatory, relevant, sel, withheld, skipped)
     manifest = _manifest(state, srcs, files, instr, mandatory, relevant, sel, withheld, skipped, text)
     return _write(repo, state, text, manifest)
+
+
+def _copies(
+    srcs: Mapping[str, S.Source], files: _Files, shown: Mapping[str, Sequence[tuple[int, int]]]
+) -> dict[str, str]:
+    """Files that repeat another source (a symlink, a file of ``@imports`` only, the same blob),
+    each with the file it repeats.
+
+    Their text is reached through the original, so they are never candidates themselves
+    (neither for keyword-mandatory nor for relevant sections). Of identical files the one shown
+    in full wins, else the first by path.
+    """
+    out = {p: s.alias_of for p, s in srcs.items() if s.alias_of}
+    for path, text in files.texts.items():
+        if path in srcs and path not in out and S.only_imports(text):
+            base = _dir(path)
+            targets = [t for t in (S.normalize(base, i) for i in S.imports_of(text)) if t]
+            out[path] = targets[0] if targets else ""
+    first: dict[str, str] = {}
+    for path in sorted(srcs, key=lambda p: (p not in shown, p)):
+        blob = srcs[path].blob
+        if path in out or path not in files.texts or not blob:
+            continue
+        if blob in first:
+            out[path] = first[blob]
+        else:
+            first[blob] = path
+    return out
 
 
 def _candidate(src: S.Source) -> bool:
@@ -444,14 +473,15 @@ def _mandatory(
     shown: dict[str, list[tuple[int, int]]],
     withheld: list[_Piece],
     skipped: list[tuple[str, str]],
+    copies: Mapping[str, str],
 ) -> list[_Piece]:
     out: list[_Piece] = []
-    out += _nested(srcs, files, task, named, shown, withheld)
+    out += _nested(srcs, files, task, named, shown, withheld, copies)
     out += _always_include(srcs, files, opts, shown, withheld, skipped)
     rx = _keyword_rx(opts.always_include_headings)
     for path, src in srcs.items():
         smap = files.maps.get(path)
-        if smap is None:
+        if smap is None or path in copies:
             continue
         if rx is not None and "rule" in src.roles:
             for sec in smap.sections:
@@ -488,6 +518,7 @@ def _nested(
     named: Sequence[str],
     shown: dict[str, list[tuple[int, int]]],
     withheld: list[_Piece],
+    copies: Mapping[str, str],
 ) -> list[_Piece]:
     """Nested AGENTS.md/CLAUDE.md in full when the task names a path (or the directory) they govern."""
     tracked = [p for p, s in srcs.items()]
@@ -495,6 +526,10 @@ def _nested(
     for path, src in srcs.items():
         if "nested" not in src.roles or path not in files.maps or src.status in _SKIP_STATUSES:
             continue
+        original = copies.get(path)
+        orig = srcs.get(original) if original is not None else None
+        if original is not None and (original in shown or (orig is not None and "nested" in orig.roles)):
+            continue  # the original is shown, or applies on its own
         directory = path.rsplit("/", 1)[0]
         base = directory.rsplit("/", 1)[-1]
         by_word = len(base) >= 3 and re.search(
@@ -512,7 +547,11 @@ def _dir(path: str) -> str:
 
 
 def _matching_nested(
-    srcs: Mapping[str, S.Source], files: _Files, sel: Any, shown: Mapping[str, Sequence[tuple[int, int]]]
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    sel: Any,
+    shown: Mapping[str, Sequence[tuple[int, int]]],
+    copies: Mapping[str, str],
 ) -> list[str]:
     """Nested instruction files (not already in full) whose best section is close to the best of all.
 
@@ -524,7 +563,9 @@ def _matching_nested(
     area = _area_words(srcs, sel)
     out = []
     for path, src in srcs.items():
-        if "nested" not in src.roles or path not in files.maps or path in shown or sel.best <= 0:
+        if "nested" not in src.roles or path not in files.maps or path in shown or path in copies:
+            continue
+        if sel.best <= 0:
             continue
         base = _dir(path).rsplit("/", 1)[-1]
         words = set(tokens(base.replace("-", " ").replace("_", " ")))
