@@ -38,7 +38,7 @@ class Section:
 
 @dataclass
 class SectionChange:
-    kind: str  # "changed", "added", "removed"
+    kind: str  # "changed", "added", "removed", "withheld" (still there, now holds a credential)
     heading: str
     start: int
     end: int
@@ -92,8 +92,9 @@ def _read_checked(root: Path, path: str, blob: str) -> str | None:
     return loaded.text
 
 
-def own_sections(text: str) -> list[Section]:
-    """Own parts of every section that is not withheld (a credential in it)."""
+def own_sections(text: str, withheld: bool = False) -> list[Section]:
+    """Own parts of every section that is not withheld (a credential in it); with ``withheld``,
+    the withheld ones instead (their hash left empty: their text is never used)."""
     from gitpilot.context.markdown import parse, range_text, split_lines
     from gitpilot.redact import contains_secret
 
@@ -101,10 +102,11 @@ def own_sections(text: str) -> list[Section]:
     lines = split_lines(text)
     out: list[Section] = []
     for i, s in enumerate(smap.sections):
-        if s.withheld or s.body_end < s.start:
+        if bool(s.withheld) != withheld or s.body_end < s.start:
             continue
         heading = " › ".join(smap.heading_path(i)) or "(preamble)"
-        out.append(Section(heading, s.start, s.body_end, _sha(range_text(lines, s.start, s.body_end))))
+        out.append(Section(heading, s.start, s.body_end, "" if withheld else
+                           _sha(range_text(lines, s.start, s.body_end))))
     return out
 
 
@@ -238,20 +240,38 @@ def _source_change(path: str, o: Mapping[str, Any] | None, n: Mapping[str, Any] 
         old_secs = own_sections(old_text) if old_text is not None else []
         note = "not part of your context: the changed sections, to open only if you need them"
     pairs = _section_changes(old_secs, new_secs)
-    needs_text = [s for k, s in pairs if k != "removed" and _overlaps(given, s.start, s.end)]
+    if any(k == "removed" for k, _ in pairs):
+        if text is None:
+            text = _read_checked(root, path, n["blob"])
+        pairs = _withheld_not_removed(pairs, own_sections(text, withheld=True) if text is not None else [])
+    needs_text = [s for k, s in pairs if k not in ("removed", "withheld") and _overlaps(given, s.start, s.end)]
     if needs_text and text is None:
         text = _read_checked(root, path, n["blob"])
     lines = _lines(text) if text is not None else None
     out: list[SectionChange] = []
     for k, s in pairs:
         body = None
-        if k != "removed" and lines is not None and _overlaps(given, s.start, s.end):
+        if k not in ("removed", "withheld") and lines is not None and _overlaps(given, s.start, s.end):
             body = "".join(lines[s.start - 1 : s.end])
             if _sha(body) != s.sha256:
                 body = None  # the file moved on since it was hashed: never serve stale text
         out.append(SectionChange(k, s.heading, s.start, s.end, s.sha256, body))
     out.sort(key=lambda c: (c.kind == "removed", c.start))
     return SourceChange(path, kind, (o or {}).get("blob", ""), n["blob"], n["status"], roles, out, note=note)
+
+
+def _withheld_not_removed(pairs: list[tuple[str, Section]], withheld: list[Section]) -> list[tuple[str, Section]]:
+    """A section that now holds a credential is still there: say it is withheld, not removed."""
+    left = list(withheld)
+    out: list[tuple[str, Section]] = []
+    for kind, s in pairs:
+        match = next((w for w in left if w.heading == s.heading), None) if kind == "removed" else None
+        if match is None:
+            out.append((kind, s))
+        else:
+            left.remove(match)
+            out.append(("withheld", match))
+    return out
 
 
 def _read_blob(root: Path, blob: str) -> str | None:
@@ -345,6 +365,9 @@ def _source_heading(c: SourceChange) -> str:
 def _section_lines(path: str, s: SectionChange) -> list[str]:
     if s.kind == "removed":
         return [f"- removed: {s.heading} (was lines {s.start}-{s.end})"]
+    if s.kind == "withheld":
+        return [f"- withheld: {s.heading} — `{path}` lines {s.start}-{s.end} now hold a known credential "
+                "format; not shown, never copied"]
     label = f"{s.kind}: {s.heading} — `{path}` lines {s.start}-{s.end}, sha256 {s.sha256[:12]}"
     if s.text is None:
         return [f"- {label} (not shown)"]
