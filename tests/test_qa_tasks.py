@@ -115,3 +115,22 @@ def test_state_with_bad_values_is_a_usage_error_and_writes_nothing(repo: Path) -
         res = run_pilot("state", "--task", tid[:8], *args, cwd=repo)
         assert res.returncode == 2 and "Traceback" not in res.stderr, (args, res.stderr)
     assert git(repo, "rev-parse", f"refs/pilot/tasks/{tid}") == tip
+
+
+def test_a_section_that_gains_a_credential_is_withheld_in_the_delta_not_called_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_agents import install
+
+    r = make_repo(tmp_path / "repo", {**standard_files(),
+                                       "GUIDE.md": "# Guide\n\n## Widgets\nWidgets spin at 100 rpm.\n"})
+    install(tmp_path, monkeypatch)
+    assert run_pilot("run", "raise the widget spin speed", cwd=r).returncode == 0
+    secret = "ghp_" + "g" * 36
+    (r / "GUIDE.md").write_text(f"# Guide\n\n## Widgets\nWidgets spin at 200 rpm with {secret}.\n\n## Other\nmore\n")
+    tid = git(r, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/pilot/tasks/").split()[0]
+    res = run_pilot("resume", "--dry-run", tid[:8], cwd=r)
+    assert res.returncode == 0, res.stderr
+    delta = next((r / ".git" / "pilot").glob("delta-*.md")).read_text()
+    assert "- withheld: Guide › Widgets — `GUIDE.md` lines 3-4 now hold a known credential format" in delta
+    assert "removed" not in delta and secret not in delta and secret not in res.stdout
