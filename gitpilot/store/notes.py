@@ -142,7 +142,7 @@ class NotesStore:
         flat: dict[str, str] = {}
         buckets: dict[str, str] = {}
         for e in root:
-            if _HEX40.match(e.name) and not e.is_tree:
+            if _HEX40.match(e.name) and e.mode == _BLOB:
                 flat[e.name.decode()] = e.oid
             elif _HEX2.match(e.name) and e.is_tree:
                 buckets[e.name.decode()] = e.oid
@@ -153,7 +153,8 @@ class NotesStore:
         changed = bool(flat)
         new_buckets: dict[str, str | None] = {}
         for prefix in touched:
-            notes = self._flatten(buckets[prefix], prefix.encode()) if prefix in buckets else {}
+            modes: dict[str, int] = {}
+            notes = self._flatten(buckets[prefix], prefix.encode(), modes) if prefix in buckets else {}
             for oid, blob in flat.items():
                 if oid[:2] == prefix:
                     if oid in notes:
@@ -167,12 +168,14 @@ class NotesStore:
                 if after == before:
                     continue
                 changed = True
+                modes.pop(oid, None)
                 if after is None:
                     notes.pop(oid, None)
                 else:
                     notes[oid] = repo.create_blob(after)
+            # Entries we did not touch keep their mode (a hand-made symlink or gitlink stays as it was).
             new_buckets[prefix] = (
-                repo.write_tree(TreeEntry(o[2:].encode(), _BLOB, b) for o, b in notes.items())
+                repo.write_tree(TreeEntry(o[2:].encode(), modes.get(o, _BLOB), b) for o, b in notes.items())
                 if notes else None
             )
         if not changed:
@@ -186,15 +189,18 @@ class NotesStore:
         new_tree = repo.write_tree(entries)
         return repo.commit_tree(new_tree, [old] if old else [], message)
 
-    def _flatten(self, tree: str, prefix: bytes) -> dict[str, str]:
-        """Annotated object id -> note blob id for every note under ``tree``."""
+    def _flatten(self, tree: str, prefix: bytes, modes: dict[str, int] | None = None) -> dict[str, str]:
+        """Annotated object id -> note blob id for every note under ``tree`` (``modes``: filled
+        with the mode of each entry that is not a plain blob)."""
         result: dict[str, str] = {}
         for e in self.repo.tree_entries(tree):
             name = prefix + e.name
             if e.is_tree and re.match(rb"^[0-9a-f]+$", e.name) and len(name) < 40:
-                result.update(self._flatten(e.oid, name))
+                result.update(self._flatten(e.oid, name, modes))
             elif not e.is_tree and _HEX40.match(name):
                 result[name.decode()] = e.oid
+                if modes is not None and e.mode != _BLOB:
+                    modes[name.decode()] = e.mode
         return result
 
 
