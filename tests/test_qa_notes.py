@@ -260,3 +260,29 @@ def test_notes_written_concurrently_with_a_killed_writer_stay_valid(repo: Path) 
     logs = list((repo / ".git" / "pilot" / "checks").rglob("*"))
     assert any(p.name.endswith(".log") for p in logs)
     assert_fsck_clean(repo)
+
+
+def test_a_notes_tree_holding_gitlinks_and_symlinks_is_rewritten_without_crashing(repo: Path) -> None:
+    first = json.loads(run_pilot("check", "--json", cwd=repo).stdout)
+    tree = first["tree"]
+    tip = git(repo, "rev-parse", "refs/notes/pilot/checks").strip()
+    root = git(repo, "rev-parse", f"{tip}^{{tree}}").strip()
+    bucket = git(repo, "rev-parse", f"{root}:{tree[:2]}").strip()
+    head = git(repo, "rev-parse", "HEAD").strip()
+    link = git(repo, "hash-object", "-w", "--stdin", input=b"/etc/passwd").strip()
+    odd_bucket = git(repo, "mktree", input=(git(repo, "ls-tree", bucket) +
+                                            f"160000 commit {head}\t{'f' * 38}\n120000 blob {link}\t{'e' * 38}\n").encode())
+    entries = [ln for ln in git(repo, "ls-tree", root).splitlines() if not ln.endswith(f"\t{tree[:2]}")]
+    new_root = git(repo, "mktree", input=("\n".join(entries + [f"040000 tree {odd_bucket.strip()}\t{tree[:2]}",
+                                                              f"160000 commit {head}\t{'7' * 40}"]) + "\n").encode())
+    commit = git(repo, "commit-tree", "-p", tip, "-m", "hand-made entries", new_root.strip()).strip()
+    git(repo, "update-ref", "refs/notes/pilot/checks", commit, tip)
+    res = run_pilot("check", "--force", cwd=repo)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "not recorded" not in res.stderr
+    listing = git(repo, "ls-tree", "-r", "refs/notes/pilot/checks")
+    assert f"160000 commit {head}\t{tree[:2]}/{'f' * 38}" in listing  # kept as they were
+    assert f"120000 blob {link}\t{tree[:2]}/{'e' * 38}" in listing
+    assert f"160000 commit {head}\t{'7' * 40}" in listing
+    assert git(repo, "notes", "--ref=pilot/checks", "show", tree).count('"result":"pass"') == 2
+    assert_fsck_clean(repo)
