@@ -165,3 +165,13 @@ def test_one_outlier_does_not_crowd_out_the_rest() -> None:
     sel = select(_docs(files), "Ordered retries for events, a follow-up to ADR 0037")
     paths = [p.path for p in sel.picks]
     assert paths[0] == "docs/adr/0037-ordering.md" and "docs/guides/retries.md" in paths
+
+
+def test_when_few_files_match_the_cut_still_holds() -> None:
+    files = {
+        "docs/admin/flags.md": "# Export button feature flag\n\nAn admin turns the export feature flag on.\n",
+        "docs/misc.md": "# Misc\n\n" + "Colours, fonts and spacing of the dashboard. " * 60 + "A button.\n",
+    }
+    files.update({f"docs/filler{i}.md": f"# Filler {i}\n\nNothing relevant here.\n" for i in range(8)})
+    sel = select(_docs(files), "Put the export button behind a feature flag")
+    assert [p.path for p in sel.picks] == ["docs/admin/flags.md"]

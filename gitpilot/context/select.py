@@ -662,6 +662,8 @@ def _runner_up(docs: Sequence[Doc], ranked: Sequence[_Node]) -> float:
     """
     seen: list[int] = []
     for n in ranked:
+        if n.score <= 0:
+            break  # fewer files match at all: no runner-up to measure against
         if n.doc not in seen:
             seen.append(n.doc)
             if len(seen) == RUNNER_UP:
