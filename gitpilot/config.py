@@ -10,6 +10,7 @@ keys are collected as warnings.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -159,6 +160,8 @@ def load(root: Path) -> Config:
     try:
         text = toml_path.read_bytes()
     except FileNotFoundError:
+        if toml_path.is_symlink():  # there is a config, but it leads nowhere: never fall back silently
+            raise PilotError(f"{toml_path}: a symlink to {os.readlink(toml_path)}, which does not exist") from None
         legacy = root / LEGACY_NAME
         try:
             ltext = legacy.read_bytes()
