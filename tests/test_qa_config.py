@@ -128,3 +128,12 @@ def test_migrate_a_v04_config_with_nulls(tmp_path: Path) -> None:
     assert (repo / ".autopilot" / "config.json").read_text() == legacy  # kept as it was
     again = run_pilot("config", "migrate", cwd=repo)
     assert_clear_error(again, 1, "exists already")
+
+
+def test_a_config_that_is_a_dangling_symlink_is_named_not_ignored(repo: Path) -> None:
+    (repo / ".gitpilot.toml").unlink()
+    (repo / ".gitpilot.toml").symlink_to(repo.parent / "shared" / "gitpilot.toml")
+    for args in READERS:
+        assert_clear_error(run_pilot(*args, cwd=repo), 1, ".gitpilot.toml: a symlink to", "which does not exist")
+    assert_clear_error(run_pilot("init", cwd=repo), 1, "exists already")
+    assert (repo / ".gitpilot.toml").is_symlink()
