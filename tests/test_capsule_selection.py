@@ -44,3 +44,68 @@ def test_a_symlink_or_copy_of_a_file_shown_in_full_is_never_shown_again(tmp_path
     assert res.text.count("Never log tokens.") == 1
     assert res.text.count("Every token refresh change needs a pytest case") == 1
     assert _excerpt_paths(res.text) == ["AGENTS.md"]  # neither the link nor the copy
+
+
+def _mandatory(text: str) -> str:
+    return _part(text, "## Mandatory sections", "## Relevant sections")
+
+
+def test_a_nested_rule_file_is_not_taken_whole_for_sharing_the_tasks_words(tmp_path: Path) -> None:
+    charts = "# Charts package\n\n" + "".join(
+        f"## Rule {i}\n\nChart rule {i}: legends stay left-aligned in the renderer.\n\n" for i in range(30)
+    )
+    charts += "## Feature flags\n\nChart features behind a flag read it through `useFlag()` in tests.\n"
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "packages/charts/AGENTS.md": charts,
+        "docs/admin/feature-flags.md": "# Feature flags\n\nAn admin turns a feature flag on for a workspace "
+        "from the flags page; the export button reads its flag on load.\n",
+        **_filler(),
+    }
+    res = build_capsule(
+        Repo.discover(make_repo(tmp_path / "repo", files)), "Put the export button behind a feature flag"
+    )
+    assert "Chart rule 3" not in res.text  # not the whole charts file for one matching section
+    assert "An admin turns a feature flag on" in res.text
+
+
+def test_a_nested_rule_file_applies_when_the_best_matches_are_about_its_directory(tmp_path: Path) -> None:
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "services/worker/AGENTS.md": "# Worker\n\n## Rules for jobs\n\nEvery job must tolerate running twice.\n",
+        "services/billing/AGENTS.md": "# Billing\n\n## Rules\n\nAmounts are integer cents.\n",
+        "docs/ops/rollouts.md": "# Rollouts\n\n## Rolling updates\n\nPods are replaced one at a time during a "
+        "rollout.\n\n### Worker shutdown\n\nOn SIGTERM the worker finishes its current jobs, then exits; pods "
+        "killed before that drop the jobs they hold.\n",
+        **_filler(),
+    }
+    task = "Customers receive the same receipt twice whenever we do a rollout; pods seem killed mid-way"
+    res = build_capsule(Repo.discover(make_repo(tmp_path / "repo", files)), task)
+    assert "Every job must tolerate running twice." in _mandatory(res.text)
+    assert "Amounts are integer cents." not in res.text
+
+
+def test_the_budget_a_promoted_nested_file_held_is_refilled(tmp_path: Path) -> None:
+    toml = "[leanloop.context]\nmax_excerpt_bytes = 700\n"
+    files = {
+        ".gitpilot.toml": toml,
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "packages/widgets/AGENTS.md": "# Widgets package\n\n## Popup keys\n\nThe popup handles arrow keys in "
+        "`onKeyDown`; Esc closes the popup and returns focus.\n"
+        + "The picker popup keys are tested with the arrow keys and Esc in every picker test.\n" * 5
+        + "\n"
+        + "".join(f"## Note {i}\n\nUnrelated picker note number {i} about colours.\n\n" for i in range(6)),
+        "docs/widgets/popup.md": "# Popup\n\nThe field picker popup opens with Ctrl+Space; arrow keys move "
+        "the selection.\n",
+        "docs/widgets/keys.md": "# Keyboard\n\n## Popup keys reference\n\nArrow keys in the popup move the "
+        "highlighted field; Esc closes the popup.\n" + "Padding line about the picker keyboard.\n" * 6,
+        **_filler(),
+    }
+    res = build_capsule(
+        Repo.discover(make_repo(tmp_path / "repo", files)),
+        "The field picker popup ignores the arrow keys and Esc",
+    )
+    assert "Esc closes the popup and returns focus." in _mandatory(res.text)
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    assert "Arrow keys in the popup move the highlighted field" in relevant
+    assert "The field picker popup opens with Ctrl+Space" in relevant

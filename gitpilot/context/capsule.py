@@ -33,7 +33,6 @@ MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
 LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
 AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
-NESTED_SHARE = 0.5  # a nested instruction file this close to the best section applies in full
 _SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
 
@@ -148,21 +147,19 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     instr, aliases = _instructions(srcs, files, opts, shown, withheld)
     copies = _copies(srcs, files, shown)
     mandatory = _mandatory(root, srcs, files, opts, task_text, ids, shown, withheld, skipped, copies)
-    from gitpilot.context.select import Doc, select
+    from gitpilot.context.select import Doc, Ranking
 
     docs = [
         Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles), nested=("nested" in s.roles))
         for p, s in srcs.items()
         if p in files.maps and _candidate(s) and p not in copies
     ]
-    sel = select(
-        docs,
-        task_text,
-        excluded=shown,
-        max_excerpt_bytes=opts.max_excerpt_bytes,
-        max_section_bytes=opts.max_section_bytes,
-    )
+    ranking = Ranking(docs, task_text, shown)
+    sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes)
     whole = _matching_nested(srcs, files, sel, shown, copies)
+    if whole:
+        # Shown in full now: its sections leave the choice, and the budget they held is refilled.
+        sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes, frozenset(whole))
     mandatory += [
         piece
         for path in whole
@@ -170,7 +167,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
             path,
             files,
             "",
-            f"nested instruction file for `{_dir(path)}/`, matching the task",
+            f"nested instruction file for `{_dir(path)}/`, the area of the best matches",
             shown,
             withheld,
         )
@@ -185,7 +182,6 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
             range_text(files.lines[p.path], p.start, p.end),
         )
         for p in sel.picks
-        if p.path not in whole
     ]
     ignored = S.ignored_context_files(root, opts)
     for name in ignored:
@@ -553,44 +549,53 @@ def _matching_nested(
     shown: Mapping[str, Sequence[tuple[int, int]]],
     copies: Mapping[str, str],
 ) -> list[str]:
-    """Nested instruction files (not already in full) whose best section is close to the best of all.
+    """Nested instruction files (not already in full) for the area the best matches are in.
 
-    An AGENTS.md governs its directory as a whole: when the task touches what it governs (its
-    sections score like the best sections do) all of it applies, not one matching paragraph.
+    An AGENTS.md governs its directory as a whole: when the documentation that matches the task
+    best is about that directory (its name is among their path and heading words), all of it
+    applies, not one matching paragraph. A section of the file that merely shares the task's
+    words is no such evidence: a long file always has one.
     """
     from gitpilot.context.text import tokens
 
-    area = _area_words(srcs, sel)
+    area = _area_words(srcs, files, sel)
     out = []
     for path, src in srcs.items():
         if "nested" not in src.roles or path not in files.maps or path in shown or path in copies:
             continue
-        if sel.best <= 0:
-            continue
         base = _dir(path).rsplit("/", 1)[-1]
         words = set(tokens(base.replace("-", " ").replace("_", " ")))
-        if sel.doc_best.get(path, 0.0) >= NESTED_SHARE * sel.best or (words and words <= area):
+        if words and words <= area:
             out.append(path)
     return out
 
 
-def _area_words(srcs: Mapping[str, S.Source], sel: Any) -> set[str]:
-    """Directory words of the best-matching documentation: the area of the code the task is about.
+def _area_words(srcs: Mapping[str, S.Source], files: _Files, sel: Any) -> set[str]:
+    """Path and heading words of the best content matches: the area of the code the task is about.
 
-    ``docs/ui/components.md`` and ``docs/ops/deployment/kubernetes.md`` say the task is about
-    ``ui`` or ``deploy``; a ``packages/ui/AGENTS.md`` or ``deploy/AGENTS.md`` then applies.
+    ``docs/ui/components.md`` or a section "Worker shutdown" among the best matches say the task
+    is about ``ui`` or the ``worker``; a ``packages/ui/AGENTS.md`` or ``services/worker/AGENTS.md``
+    then applies. Rule files and sections chosen only as conventions say nothing of the area.
     """
     from gitpilot.context.select import GENERIC_DIRS
     from gitpilot.context.text import tokens
 
     words: set[str] = set()
-    top = [p for p in sel.picks if not (srcs.get(p.path) and srcs[p.path].roles & {"rule", "nested"})][
-        :AREA_PICKS
-    ]
+    top = [
+        p
+        for p in sel.picks
+        if p.content and not (srcs.get(p.path) and srcs[p.path].roles & {"rule", "nested"})
+    ][:AREA_PICKS]
     for pick in top:
-        for part in pick.path.split("/")[:-1]:
-            if part.lower() not in GENERIC_DIRS:
+        parts = pick.path.split("/")
+        parts[-1] = parts[-1].rsplit(".", 1)[0]
+        for part in parts:
+            if part.lower() not in GENERIC_DIRS and part.lower() not in ("readme", "index"):
                 words.update(tokens(part.replace("-", " ").replace("_", " ")))
+        smap = files.maps.get(pick.path)
+        for sec in smap.sections if smap is not None else ():
+            if sec.level and pick.start <= sec.start <= pick.end:
+                words.update(tokens(sec.title))
     return words
 
 

@@ -170,6 +170,7 @@ class Pick:
     heading: str
     score: float
     signals: tuple[str, ...]
+    content: bool = True  # chosen for what it says, not by a convention prior alone
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,6 @@ class Selection:
     left_out_total: int
     query_terms: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
-    doc_best: dict[str, float] = field(default_factory=dict)  # best section score per file
     best: float = 0.0  # the best score of a section that can be shown
 
 
@@ -587,11 +587,44 @@ def select(
     max_section_bytes: int = 4000,
 ) -> Selection:
     """The excerpts for ``task`` from ``docs``, minus the ``excluded`` line ranges (shown elsewhere)."""
-    excluded = excluded or {}
-    nodes, query = score(docs, task, excluded)
+    return Ranking(docs, task, excluded or {}).choose(max_excerpt_bytes, max_section_bytes)
+
+
+class Ranking:
+    """Every candidate section scored against the task, once; ``choose`` fills the budget from it.
+
+    Choosing again without some files (shown in full elsewhere after a first choice) reuses
+    the scores, so the budget those files held goes to the next sections.
+    """
+
+    def __init__(self, docs: Sequence[Doc], task: str, excluded: Mapping[str, Sequence[tuple[int, int]]]):
+        self.docs = docs
+        self.task = task
+        self.excluded = excluded
+        self.nodes, self.query = score(docs, task, excluded)
+
+    def choose(
+        self, max_excerpt_bytes: int, max_section_bytes: int, without: frozenset[str] = frozenset()
+    ) -> Selection:
+        docs, query = self.docs, self.query
+        gone = {d for d, doc in enumerate(docs) if doc.path in without}
+        nodes = [n for n in self.nodes if n.doc not in gone] if gone else self.nodes
+        if not nodes:
+            return Selection([], [], 0, [], [])
+        terms = sorted(t for t in query_weights(self.task))
+        return _choose(docs, nodes, query, self.excluded, max_excerpt_bytes, max_section_bytes, terms)
+
+
+def _choose(
+    docs: Sequence[Doc],
+    nodes: list[_Node],
+    query: _Query,
+    excluded: Mapping[str, Sequence[tuple[int, int]]],
+    max_excerpt_bytes: int,
+    max_section_bytes: int,
+    terms: list[str],
+) -> Selection:
     ids = query.ids
-    if not nodes:
-        return Selection([], [], 0, [], [])
     by_key = {(n.doc, n.sec): n for n in nodes}
     sizes = _Sizes()
     # "Close to the best" is measured against the best section that can be shown at all.
@@ -642,16 +675,9 @@ def select(
         if mode == "own":
             relaxed.update((n.doc, c) for c in docs[n.doc].smap.kids(n.sec))
     _promote_parents(docs, chosen, sizes, max_section_bytes)
-    picks = _runs(docs, by_key, chosen, excluded, query)
+    picks = _runs(docs, by_key, chosen, excluded, query, cut)
     left, left_total = _left_out(docs, nodes, chosen, too_big, no_room)
-    terms = sorted(t for t in query_weights(task))
-    doc_best: dict[str, float] = {}
-    for n in nodes:
-        path = docs[n.doc].path
-        doc_best[path] = max(doc_best.get(path, 0.0), n.score)
-    return Selection(
-        picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids], doc_best, best
-    )
+    return Selection(picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids], best)
 
 
 def _runner_up(docs: Sequence[Doc], ranked: Sequence[_Node]) -> float:
@@ -772,6 +798,7 @@ def _runs(
     chosen: Mapping[tuple[int, int], str],
     excluded: Mapping[str, Sequence[tuple[int, int]]],
     query: _Query,
+    cut: float,
 ) -> list[Pick]:
     """Chosen ranges per file, minus lines shown elsewhere and withheld parts, as contiguous excerpts."""
     per_doc: dict[int, list[tuple[int, int, tuple[int, int]]]] = {}
@@ -802,7 +829,10 @@ def _runs(
             if len(keys) > 1:
                 label += " + " + " + ".join(doc.smap.sections[k[1]].title or "(preamble)" for k in keys[1:])
             signals = sorted({s for n in nodes for s in query.signals(n)})
-            picks.append(Pick(doc.path, start, end, label, max(n.score for n in nodes), tuple(signals)))
+            content = any(n.base >= cut for n in nodes)
+            picks.append(
+                Pick(doc.path, start, end, label, max(n.score for n in nodes), tuple(signals), content)
+            )
     picks.sort(key=lambda p: (-round(p.score, 9), p.path, p.start))
     return picks
 
