@@ -247,7 +247,9 @@ class Repo:
             env = {"GIT_INDEX_FILE": tmp}
             add = run_git(["add", "-A", "--", "."], workdir, env=env, check=False)
             if add.returncode != 0:
-                raise PilotError(f"cannot read the working tree: {first_line(add.stderr)}")
+                # git names our private copy; the user knows (and must repair) their own index.
+                why = first_line(add.stderr).replace(tmp, str(index))
+                raise PilotError(f"cannot read the working tree: {why}")
             return run_git(["write-tree"], workdir, env=env).stdout.decode().strip()
         finally:
             for leftover in (tmp, tmp + ".lock"):
