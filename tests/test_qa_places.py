@@ -138,3 +138,23 @@ def test_hooks_installed_under_odd_paths_run_on_commit_and_fail_nothing(tmp_path
     assert run_pilot("hooks", "uninstall", cwd=repo).returncode == 0
     assert not any(p.read_text().startswith("#!/bin/sh\n# git-pilot-hook")
                    for p in (repo / ".git" / "hooks").iterdir() if p.is_file() and not p.name.endswith(".sample"))
+
+
+def test_a_corrupt_index_is_named_and_left_alone(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", standard_files())
+    index = repo / ".git" / "index"
+    index.write_bytes(b"DIRC garbage")
+    for args in (("check",), ("check", "--force"), ("review-budget",), ("capsule", "--task", "x"), ("sourcemap",),
+                 ("run", "--dry-run", "x")):
+        line = assert_clear_error(run_pilot(*args, cwd=repo), 1)
+        assert "index" in line and ".git/pilot/tmp" not in line, line
+    assert index.read_bytes() == b"DIRC garbage"
+
+
+def test_a_locked_index_does_not_stop_a_check(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", standard_files())
+    (repo / ".git" / "index.lock").write_bytes(b"")  # another git command is running
+    (repo / "app.py").write_text("def spin(speed):\n    return 0\n")
+    res = run_pilot("check", cwd=repo)
+    assert res.returncode == 0 and "PASS" in res.stdout
+    assert (repo / ".git" / "index.lock").read_bytes() == b""
