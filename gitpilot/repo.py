@@ -336,6 +336,15 @@ class Repo:
         """
         import pygit2
 
+        try:
+            return self._diff_stats(old_tree, new_tree, max_line_bytes, max_total_bytes, lines_for)
+        except pygit2.GitError as exc:  # libgit2 reads more than the trees (the index: split index)
+            raise PilotError(self._open_error(str(exc))) from exc
+
+    def _diff_stats(self, old_tree: str | None, new_tree: str, max_line_bytes: int, max_total_bytes: int,
+                    lines_for: Callable[[str], bool] | None) -> list[FileChange]:
+        import pygit2
+
         pg = self.pygit2_repo()
         try:
             new = pg[new_tree].peel(pygit2.Tree)
