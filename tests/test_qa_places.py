@@ -158,3 +158,17 @@ def test_a_locked_index_does_not_stop_a_check(tmp_path: Path) -> None:
     res = run_pilot("check", cwd=repo)
     assert res.returncode == 0 and "PASS" in res.stdout
     assert (repo / ".git" / "index.lock").read_bytes() == b""
+
+
+def test_a_split_index_repository_is_refused_by_name_where_pygit2_is_needed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", standard_files())
+    git(repo, "checkout", "-q", "-b", "side")
+    git(repo, "config", "core.splitIndex", "true")
+    git(repo, "update-index", "--split-index")
+    (repo / "app.py").write_text("def spin(speed):\n    return 0\n")
+    git(repo, "add", "app.py")
+    before = Snapshot.take(repo)
+    for args in (("review-budget",), ("review-budget", "--json"), ("codex", "review")):
+        assert_clear_error(run_pilot(*args, cwd=repo), 1, "split index")
+    assert run_pilot("check", cwd=repo).returncode == 0  # stock git only: works
+    before.assert_unchanged(repo)
