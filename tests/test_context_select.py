@@ -138,20 +138,27 @@ def test_excluded_lines_are_not_repeated() -> None:
 
 
 def test_feedback_words_of_the_best_section_find_the_reference_page() -> None:
-    docs = _docs(
+    files = {
+        "docs/guides/reminders.md": (
+            "# Payment reminders\n\nWhen a payment fails we send reminder emails; this is "
+            "called dunning. Dunning emails follow the dunning send window.\n"
+        ),
+        "docs/reference/dunning.md": "# Dunning settings\n\n## Send window\n\n`dunning.window` limits dunning "
+        "emails to weekdays.\n",
+        "docs/other.md": "# Other\n\nInvoices and taxes.\n",
+        "docs/more.md": "# More\n\nExports and imports.\n",
+    }
+    # A field of pages that share one word with the task, and pages that share none.
+    files.update(
         {
-            "docs/guides/reminders.md": (
-                "# Payment reminders\n\nWhen a payment fails we send reminder emails; this is "
-                "called dunning. Dunning emails follow the dunning send window.\n"
-            ),
-            "docs/reference/dunning.md": "# Dunning settings\n\n## Send window\n\n`dunning.window` limits dunning mail "
-            "to weekdays.\n",
-            "docs/other.md": "# Other\n\nInvoices and taxes.\n",
-            "docs/more.md": "# More\n\nExports and imports.\n",
+            f"docs/field{i}.md": f"# Field {i}\n\nRefunds of card payments settle in {i + 3} days.\n"
+            for i in range(3)
         }
     )
-    sel = select(docs, "Reminder emails for failed payments arrive on Saturdays")
-    assert "docs/reference/dunning.md" in {p.path for p in sel.picks}
+    files.update({f"docs/page{i}.md": f"# Page {i}\n\nInvoices and taxes of page {i}.\n" for i in range(20)})
+    sel = select(_docs(files), "Reminder emails for failed payments arrive on Saturdays")
+    paths = [p.path for p in sel.picks]
+    assert paths[:2] == ["docs/guides/reminders.md", "docs/reference/dunning.md"]  # ahead of the field
 
 
 def test_one_outlier_does_not_crowd_out_the_rest() -> None:
