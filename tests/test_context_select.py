@@ -182,3 +182,25 @@ def test_when_few_files_match_the_cut_still_holds() -> None:
     files.update({f"docs/filler{i}.md": f"# Filler {i}\n\nNothing relevant here.\n" for i in range(8)})
     sel = select(_docs(files), "Put the export button behind a feature flag")
     assert [p.path for p in sel.picks] == ["docs/admin/flags.md"]
+
+
+def test_developer_documents_are_known_by_directory_skill_files_and_pull_request_names() -> None:
+    docs = _docs(
+        {
+            "contribute/create-pull-request.md": (
+                "# Create a pull request\n\n## Pull request titles\n\nTitles start with the area: `Billing: ...`.\n"
+            ),
+            ".claude/skills/commit-helper/SKILL.md": (
+                "# Commit helper\n\n## Commit message structure\n\nSubject under 72 characters, then a blank line.\n"
+            ),
+            "docs/tutorial/testing-dependencies.md": (
+                "# Testing dependencies\n\n## Testing\n\nOverride a dependency in your app's tests.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        }
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating")
+    chosen = {p for p, _ in _paths(sel)}
+    assert "contribute/create-pull-request.md" in chosen
+    assert ".claude/skills/commit-helper/SKILL.md" in chosen
+    assert "docs/tutorial/testing-dependencies.md" not in chosen  # a user guide about testing an app

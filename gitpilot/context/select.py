@@ -129,9 +129,16 @@ _CLASSES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         ),
     ),
 )
+# Developer-facing documents, by a path part (``CONTRIBUTING.md``, ``contribute/``, ``docs/development/``),
+# by where tools keep agent and repository-process files (``.github/``, skill files), or by a
+# file name about pull requests, commits or code review (``create-pull-request.md``).
+# Not "testing": ``testing-dependencies.md`` in a user guide tells users how to test their app.
 _DEV_FILE = re.compile(
-    r"(^|/)(contributing|development|developing|hacking|dev[-_]?(guide|docs|setup|environment)|maintainers?|"
-    r"conventions|(code[-_]?)?style[-_]?guide|code[-_]?style)([-_./]|$)",
+    r"(^|/)(contribut(e|ing|ions?)|development|developing|hacking|dev[-_]?(guide|docs|setup|environment)|"
+    r"maintainers?|conventions|(code[-_]?)?style[-_]?guide|code[-_]?style)([-_./]|$)"
+    r"|(^|/)(\.github|\.claude/skills|\.agents/skills|\.cursor/rules)/"
+    r"|(^|[/_-])(pull[-_]?requests?|merge[-_]?requests?|commit[-_]?(messages?|conventions?|guidelines?)|"
+    r"committing|code[-_]?reviews?)([-_.][^/]*)?$",
     re.I,
 )
 _CHANGELOG = re.compile(
