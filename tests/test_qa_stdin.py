@@ -29,7 +29,7 @@ ODD_INPUTS: dict[str, bytes] = {
     "truncated": b'{"hook_event_name": "Stop", "session_id": "abc", "transcript_path": "/tm',
     "invalid utf-8": b'{"hook_event_name": "UserPromptSubmit", "prompt": "caf\xe9 \xff\xfe"}',
 }
-EVENTS = ("", "SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd")
+EVENTS = ("", "SessionStart", "PostToolUse", "Stop")
 
 
 @pytest.fixture
@@ -43,8 +43,9 @@ def test_hook_claude_never_blocks_the_agent_on_odd_input(repo: Path, tmp_path: P
     settings = (repo / ".claude" / "settings.local.json").read_bytes()
     outside = tmp_path / "not a repo"
     outside.mkdir()
-    for cwd in (repo, outside):
-        for name, data in ODD_INPUTS.items():
+    for cwd, inputs in ((repo, sorted(ODD_INPUTS)), (outside, ["empty", "binary", "paths that leave"])):
+        for name in inputs:
+            data = ODD_INPUTS[name]
             for event in EVENTS:
                 args = ("hook", "claude", event) if event else ("hook", "claude")
                 res = run_pilot(*args, cwd=cwd, input=data, env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
