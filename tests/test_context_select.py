@@ -11,6 +11,11 @@ def _docs(files: dict[str, str], rules: tuple[str, ...] = ()) -> list[Doc]:
     return [Doc(p, parse(t), split_lines(t), rule=p in rules) for p, t in files.items()]
 
 
+def _picked_text(docs: list[Doc], sel: object) -> str:
+    lines = {d.path: d.lines for d in docs}
+    return "".join("".join(lines[p.path][p.start - 1 : p.end]) for p in sel.picks)  # type: ignore[attr-defined]
+
+
 def _paths(sel: object) -> list[tuple[str, str]]:
     return [(p.path, p.heading) for p in sel.picks]  # type: ignore[attr-defined]
 
@@ -204,3 +209,49 @@ def test_developer_documents_are_known_by_directory_skill_files_and_pull_request
     assert "contribute/create-pull-request.md" in chosen
     assert ".claude/skills/commit-helper/SKILL.md" in chosen
     assert "docs/tutorial/testing-dependencies.md" not in chosen  # a user guide about testing an app
+
+
+def test_convention_slots_go_to_the_sections_most_about_the_convention() -> None:
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Workflow\n\nWe plan work in the issue tracker every Monday.\n\n"
+                "## Branches\n\nRelease branches are cut by the release manager.\n\n"
+                "## Commit messages\n\nImperative mood, at most 72 characters in the subject.\n\n"
+                "## Pull request titles\n\nStart the title with the area: `billing: ...`.\n\n"
+                "## Changelog\n\nAdd a line under Unreleased for every visible change.\n\n"
+                "## Development code signing on macOS\n\nOnly team members hold the signing certificate.\n\n"
+                "## Setup\n\nRun `make bootstrap` once after cloning.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating")
+    text = _picked_text(docs, sel)
+    assert "Run `make bootstrap`" in text
+    for unwanted in ("every Monday", "release manager", "signing certificate"):
+        assert unwanted not in text
+    # Two commit-convention slots for three strong candidates: the third is named as left out for that.
+    strong = ("Imperative mood", "Start the title with the area", "Add a line under Unreleased")
+    assert sum(s in text for s in strong) == 2
+    reasons = {x.heading.rsplit(" › ", 1)[-1]: x.reason for x in sel.left_out}
+    assert [
+        r for h, r in reasons.items() if h in ("Commit messages", "Pull request titles", "Changelog")
+    ] == ["convention quota (enough sections of its kind)"]
+
+
+def test_a_heading_alone_is_never_an_excerpt() -> None:
+    body = "".join(f"Step {i}: open the report page and read it carefully.\n" for i in range(40))
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": f"# Contributing\n\n## Testing\n\n### Fixtures\n\n{body}\n### Reports\n\n{body}",
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating", max_section_bytes=2500)
+    lines = {p: t.splitlines() for p, t in [(d.path, "".join(d.lines)) for d in docs]}
+    for p in sel.picks:
+        text = [ln for ln in lines[p.path][p.start - 1 : p.end] if ln.strip()]
+        assert any(not ln.startswith("#") for ln in text), (p.path, p.start, p.end)

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gitpilot.context.markdown import SectionMap, range_text, sha256_text
+from gitpilot.context.markdown import Section, SectionMap, range_text, sha256_text
 from gitpilot.context.text import (
     Identifier,
     hits_for,
@@ -89,46 +89,78 @@ _SYNONYM_GROUPS = (
     "deploy deployment release publish",
 )
 
-_CLASSES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
+# Convention classes: what a heading names when a section says how to test, commit, build or
+# format. Each has core words ("commit message", "running tests") and weak ones ("workflow",
+# "guidelines"), which count half. Longer alternatives first, so a phrase is covered as a whole.
+_CLASSES: tuple[tuple[str, float, re.Pattern[str], re.Pattern[str]], ...] = (
     (
         "testing",
         0.85,
-        re.compile(
-            r"\b(tests?|testing|test suite|unit tests?|specs?|pytest|check(s)? before|verif(y|ication))\b",
-            re.I,
-        ),
+        re.compile(r"\b(test suites?|unit tests?|tests?|testing|pytest)\b", re.I),
+        re.compile(r"\b(specs?|check(s)? before|verif(y|ication))\b", re.I),
     ),
     (
         "commits",
         0.75,
         re.compile(
-            r"\b(commits?|commit messages?|pull requests?|PRs?|merge requests?|submitting|submissions?|"
-            r"code review|"
-            r"change ?logs?( entr(y|ies))?|news entr(y|ies)|changesets?|sign-?offs?|DCO|branch(es|ing)?|"
-            r"git workflow|workflow)\b",
+            r"\b(commit messages?|commits?|pull requests?|PRs?|merge requests?|"
+            r"change ?logs?( entr(y|ies))?|news entr(y|ies)|changesets?|sign(ing)?[- ]?offs?|DCO)\b",
             re.I,
         ),
+        re.compile(r"\b(submitting|submissions?|code review|branch(es|ing)?|git workflow|workflow)\b", re.I),
     ),
     (
         "development",
         0.6,
         re.compile(
             r"\b(build(ing)?|setup|set(ting)? up|development|developing|dev environment|local dev\w*|"
-            r"prerequisites|tooling|bootstrap\w*|running locally|quick ?start|hacking)\b",
+            r"prerequisites|bootstrap\w*|running locally|quick ?start|hacking)\b",
             re.I,
         ),
+        re.compile(r"\b(tooling)\b", re.I),
     ),
     (
         "style",
         0.6,
         re.compile(
-            r"\b(code style|coding (style|standards|conventions|guidelines)|style guide|conventions|"
-            r"lint(ing|ers?)?|"
-            r"format(ting|ters?)?|guidelines)\b",
+            r"\b(code style|coding (style|standards|conventions|guidelines)|style guide|lint(ing|ers?)?|"
+            r"format(ting|ters?)?)\b",
             re.I,
         ),
+        re.compile(r"\b(conventions|guidelines)\b", re.I),
     ),
 )
+# What a section's body says when it is about a class: commands and statements, not one word.
+_CLASS_BODY: dict[str, re.Pattern[str]] = {
+    "testing": re.compile(
+        r"\b(pytest|cargo (nex)?test|go test|(npm|pnpm|yarn|bun)( run)? test\S*|make (check|test)\S*|tox|nox|"
+        r"jest|vitest|mocha|rspec|ctest|(mvn|gradle|bazel) test|"
+        r"(run|add|update|write)( (all|the|new|your|a|unit|integration))* tests?|tests? (pass|fail)\w*)\b",
+        re.I,
+    ),
+    "commits": re.compile(
+        r"\b(commit messages?|pull requests?|PR (titles?|descriptions?)|squash\w*|rebase|sign(ed)?[- ]off|DCO|"
+        r"conventional commits|changelog entr(y|ies)|changesets?|imperative mood)\b",
+        re.I,
+    ),
+    "development": re.compile(
+        r"\b(git clone|install (the )?(dependencies|toolchain)|build from source|"
+        r"(cargo|go|npm|pnpm|yarn|make|just) (build|install)|virtualenv|venv|uv sync|poetry install|"
+        r"pip install -e)\b",
+        re.I,
+    ),
+    "style": re.compile(
+        r"\b(ruff|black|isort|prettier|eslint|clippy|rustfmt|gofmt|golangci-lint|stylelint|"
+        r"linters?|formatters?)\b",
+        re.I,
+    ),
+}
+# Heading words that neither make nor unmake a convention heading ("Pull request titles").
+_NEUTRAL = frozenset(
+    "guid guidelin rule how titl descript process instruct note tip best practic writ run add general "
+    "overview basic step command chang type kind project repo repository our".split()
+)
+PRIOR_MIN_COVER = 0.5  # of a heading's words about the class, unless the body says it too
 # Developer-facing documents, by a path part (``CONTRIBUTING.md``, ``contribute/``, ``docs/development/``),
 # by where tools keep agent and repository-process files (``.github/``, skill files), or by a
 # file name about pull requests, commits or code review (``create-pull-request.md``).
@@ -524,7 +556,8 @@ def _apply_paths_and_priors(
             n.signals.append(f"path {kind}")
         if damped[n.doc]:
             s *= 0.4
-        prior_class, prior = _prior(kinds[n.doc], sec.title)
+        body = _own_body(doc, sec) if kinds[n.doc] and sec.title else ""
+        prior_class, prior = _prior(kinds[n.doc], sec.title, body)
         if prior_class:
             via_prior = prior * ref + 0.25 * s
             if via_prior > s:
@@ -532,6 +565,11 @@ def _apply_paths_and_priors(
                 n.signals.append(f"convention {prior_class}")
                 s = via_prior
         n.score = s
+
+
+def _own_body(doc: Doc, sec: Section) -> str:
+    """The text of a section's own part below its heading line."""
+    return range_text(doc.lines, sec.start + (1 if sec.level else 0), sec.body_end)
 
 
 def _path_match(path: str, named: Sequence[str]) -> tuple[str, float]:
@@ -566,20 +604,55 @@ def _file_kind(doc: Doc) -> str:
     return "readme" if doc.path.lower().rsplit("/", 1)[-1].startswith("readme") else ""
 
 
-def _prior(kind: str, title: str) -> tuple[str, float]:
+def _prior(kind: str, title: str, body: str) -> tuple[str, float]:
+    """The convention class a section belongs to, and its prior: the class weight times its strength.
+
+    Strength is how much of the heading is about the class ("Running the tests": all of it;
+    "Development code signing on macOS": a quarter) plus what the body says (test commands,
+    commit-message rules); a heading only a little about the class needs the body to agree.
+    """
     if not title or not kind:
         return "", 0.0
     dev = kind == "dev"
-    for name, weight, rx in _CLASSES:
-        if rx.search(title):
-            if dev:
-                return name, weight
-            if name in ("testing", "commits") or re.search(
-                r"\b(development|contribut\w*|from source)\b", title, re.I
-            ):
-                return name, weight * 0.75
-            return "", 0.0
-    return "", 0.0
+    best, best_strength = ("", 0.0), 0.0
+    for name, weight, core, weak in _CLASSES:
+        strong = [m.span() for m in core.finditer(title)]
+        light = [m.span() for m in weak.finditer(title)]
+        if not strong and not light:
+            continue
+        if not dev and not (
+            name in ("testing", "commits")
+            or re.search(r"\b(development|contribut\w*|from source)\b", title, re.I)
+        ):
+            continue
+        strength = _strength(name, title, strong, light, body)
+        if strength > best_strength:  # the class the heading is most about; ties to the first
+            best, best_strength = (name, weight * strength * (1.0 if dev else 0.75)), strength
+    return best
+
+
+def _strength(
+    name: str,
+    title: str,
+    strong: Sequence[tuple[int, int]],
+    light: Sequence[tuple[int, int]],
+    body: str,
+) -> float:
+    cls = other = 0.0
+    for m in re.finditer(r"\w+", title):
+        toks = word_tokens(m.group(0))
+        if any(a < m.end() and m.start() < b for a, b in strong):
+            cls += 1
+        elif any(a < m.end() and m.start() < b for a, b in light):
+            cls += 0.5
+            other += 0.5
+        elif toks and not all(t in _NEUTRAL for t in toks):
+            other += 1
+    cover = cls / (cls + other) if cls else 0.0
+    said = min(3, len(_CLASS_BODY[name].findall(body))) if body else 0
+    if cover < PRIOR_MIN_COVER and said < 2:
+        return 0.0
+    return min(1.0, max(cover, 0.5) + 0.15 * said)
 
 
 # --- choosing ---------------------------------------------------------------------------------
@@ -645,6 +718,7 @@ def _choose(
     relaxed: set[tuple[int, int]] = set()
     too_big: set[tuple[int, int]] = set()
     no_room: set[tuple[int, int]] = set()
+    quota: set[tuple[int, int]] = set()
     for n in ranked:
         key = (n.doc, n.sec)
         limit = cut * (0.5 if key in relaxed else 1.0)
@@ -670,6 +744,7 @@ def _choose(
                 prior_used + size > PRIOR_SHARE * max_excerpt_bytes or prior_count[n.prior] >= PRIOR_PER_CLASS
             )
         ):
+            quota.add(key)
             continue
         if mode == "tree":
             for k in [k for k in chosen if _inside(docs, k, key)]:
@@ -683,7 +758,7 @@ def _choose(
             relaxed.update((n.doc, c) for c in docs[n.doc].smap.kids(n.sec))
     _promote_parents(docs, chosen, sizes, max_section_bytes)
     picks = _runs(docs, by_key, chosen, excluded, query, cut)
-    left, left_total = _left_out(docs, nodes, chosen, too_big, no_room)
+    left, left_total = _left_out(docs, nodes, chosen, too_big, no_room, quota)
     return Selection(picks, left[:MANIFEST_LEFT_OUT], left_total, terms, [i.text for i in ids], best)
 
 
@@ -737,6 +812,8 @@ def _mode(
     if _has_withheld(doc.smap, sec.pos):
         kids = kids or (sec.pos,)
     if not kids:
+        if not _own_body(doc, sec).strip():
+            return "skip", 0  # a heading alone says nothing
         return ("tree", tree) if tree <= max_section else ("", tree)
     kid_nodes = [by_key.get((n.doc, k)) for k in kids]
     all_relevant = all(k is not None and k.score >= cut for k in kid_nodes)
@@ -747,8 +824,8 @@ def _mode(
     whole = all_relevant or spread or (own_relevant and tree <= 2 * own)
     if tree <= max_section and whole and not _has_withheld(doc.smap, sec.pos):
         return "tree", tree
-    if not own_relevant:
-        return "skip", 0  # one subsection carries the score: it is chosen on its own
+    if not own_relevant or not _own_body(doc, sec).strip():
+        return "skip", 0  # one subsection carries the score, or the own part is a heading alone
     return ("own", own) if own <= max_section else ("", own)
 
 
@@ -869,6 +946,7 @@ def _left_out(
     chosen: Mapping[tuple[int, int], str],
     too_big: set[tuple[int, int]],
     no_room: set[tuple[int, int]],
+    quota: set[tuple[int, int]],
 ) -> tuple[list[LeftOut], int]:
     shown: dict[int, list[tuple[int, int]]] = {}
     for (d, s), mode in chosen.items():
@@ -891,6 +969,8 @@ def _left_out(
             if key in too_big
             else "no room left in max_excerpt_bytes"
             if key in no_room
+            else "convention quota (enough sections of its kind)"
+            if key in quota
             else "lower score"
         )
         heading = " › ".join(docs[n.doc].smap.heading_path(n.sec)) or "(preamble)"
