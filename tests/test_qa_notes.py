@@ -263,7 +263,8 @@ def test_notes_written_concurrently_with_a_killed_writer_stay_valid(repo: Path) 
 
 
 def test_a_notes_tree_holding_gitlinks_and_symlinks_is_rewritten_without_crashing(repo: Path) -> None:
-    first = json.loads(run_pilot("check", "--json", cwd=repo).stdout)
+    (repo / ".gitpilot.toml").write_text('[[check]]\nname = "unit"\nrun = "true"\nenv = ["QA_X"]\n')
+    first = json.loads(run_pilot("check", "--json", cwd=repo, env={"QA_X": "1"}).stdout)
     tree = first["tree"]
     tip = git(repo, "rev-parse", "refs/notes/pilot/checks").strip()
     root = git(repo, "rev-parse", f"{tip}^{{tree}}").strip()
@@ -277,9 +278,10 @@ def test_a_notes_tree_holding_gitlinks_and_symlinks_is_rewritten_without_crashin
                                                               f"160000 commit {head}\t{'7' * 40}"]) + "\n").encode())
     commit = git(repo, "commit-tree", "-p", tip, "-m", "hand-made entries", new_root.strip()).strip()
     git(repo, "update-ref", "refs/notes/pilot/checks", commit, tip)
-    res = run_pilot("check", "--force", cwd=repo)
+    res = run_pilot("check", cwd=repo, env={"QA_X": "2"})  # another key: a new line on the same tree
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     assert "not recorded" not in res.stderr
+    assert git(repo, "rev-parse", "refs/notes/pilot/checks^").strip() == commit  # written on top
     listing = git(repo, "ls-tree", "-r", "refs/notes/pilot/checks")
     assert f"160000 commit {head}\t{tree[:2]}/{'f' * 38}" in listing  # kept as they were
     assert f"120000 blob {link}\t{tree[:2]}/{'e' * 38}" in listing
