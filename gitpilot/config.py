@@ -9,10 +9,7 @@ keys are collected as warnings.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -154,8 +151,12 @@ class Config:
         raise PilotError(f"no check named {selector!r} (checks: {names})")
 
 
-def load(root: Path) -> Config:
-    """Load the configuration of the worktree at ``root``."""
+def load(root: Path, cache: Path | None = None) -> Config:
+    """Load the configuration of the worktree at ``root``.
+
+    ``cache``: a file where the parsed document is kept with the exact bytes it came from, so
+    a hot path with an unchanged config skips the TOML parser (and its imports).
+    """
     toml_path = root / TOML_NAME
     try:
         text = toml_path.read_bytes()
@@ -170,14 +171,50 @@ def load(root: Path) -> Config:
         return _from_legacy(legacy, ltext)
     except IsADirectoryError as exc:
         raise PilotError(f"{toml_path}: is a directory, not a config file") from exc
-    return parse_toml(toml_path, text)
+    return parse_toml(toml_path, text, cache)
 
 
-def parse_toml(path: Path, data: bytes) -> Config:
+def _cached_doc(cache: Path | None, data: bytes) -> dict[str, Any] | None:
+    if cache is None:
+        return None
+    import marshal
+
+    try:
+        with open(cache, "rb") as fh:
+            kept = marshal.load(fh)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == data and isinstance(kept[1], dict):
+        return kept[1]
+    return None
+
+
+def _keep_doc(cache: Path | None, data: bytes, doc: dict[str, Any]) -> None:
+    if cache is None:
+        return
+    import marshal
+
+    try:
+        blob = marshal.dumps((data, doc))  # a TOML date or time is not marshalable: not cached
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(blob)
+        os.replace(tmp, cache)
+    except (ValueError, OSError):
+        pass
+
+
+def parse_toml(path: Path, data: bytes, cache: Path | None = None) -> Config:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PilotError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    doc = _cached_doc(cache, data)
+    if doc is not None:
+        return _validate(doc, path, text, "toml")
+    import re
+    import tomllib
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -187,10 +224,14 @@ def parse_toml(path: Path, data: bytes) -> Config:
         where = f"{m.group(1)}:{m.group(2)}" if m else f"{len(lines)}:{len(lines[-1]) + 1}"
         msg = re.sub(r"\s*\(at (?:line \d+, column \d+|end of document)\)", "", str(exc))
         raise PilotError(f"{path}:{where}: invalid TOML: {msg}") from exc
-    return _validate(doc, path, text, "toml")
+    config = _validate(doc, path, text, "toml")
+    _keep_doc(cache, data, doc)  # only a document that validated is kept
+    return config
 
 
 def _camel_to_snake(name: str) -> str:
+    import re
+
     return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
 
@@ -223,6 +264,8 @@ def legacy_to_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def _from_legacy(path: Path, data: bytes) -> Config:
     try:
+        import json
+
         doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise PilotError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
@@ -234,6 +277,8 @@ def _from_legacy(path: Path, data: bytes) -> Config:
 
 
 def _line_of(text: str, key: str) -> str:
+    import re
+
     last = re.escape(key.rsplit(".", 1)[-1])
     for n, line in enumerate(text.splitlines(), 1):
         if re.match(rf'\s*"?{last}"?\s*[=:]', line):

@@ -100,3 +100,19 @@ def test_version_and_help(tmp_path: Path) -> None:
     assert res.returncode == 0 and "check" in res.stdout
     res = run_pilot("help", "check", cwd=tmp_path)
     assert res.returncode == 0 and "--only" in res.stdout
+
+
+def test_the_config_cache_follows_every_edit_and_never_keeps_a_broken_file(tmp_path: Path) -> None:
+    cfg = '[[check]]\nname = "a"\nrun = "echo one"\n'
+    repo = make_repo(tmp_path / "r", {".gitpilot.toml": cfg})
+    assert run_pilot("check", cwd=repo).stdout.startswith("PASS echo one")
+    assert (repo / ".git" / "pilot" / "config.cache").is_file()
+    (repo / ".gitpilot.toml").write_text(cfg.replace("echo one", "echo two"))  # same size, same second
+    assert run_pilot("check", cwd=repo).stdout.startswith("PASS echo two")
+    (repo / ".gitpilot.toml").write_text(cfg.replace('"a"', '"a"\nflavour = "x"'))
+    res = run_pilot("check", cwd=repo)
+    assert "unknown key 'check.flavour'" in res.stderr  # warnings come from validation, every time
+    res = run_pilot("check", cwd=repo)
+    assert "unknown key 'check.flavour'" in res.stderr
+    (repo / ".gitpilot.toml").write_text("[[check]\n")
+    assert run_pilot("check", cwd=repo).returncode == 1

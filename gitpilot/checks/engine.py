@@ -101,7 +101,7 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
     repo = Repo.discover(cwd)
     workdir = repo.workdir
     _rearm(repo)
-    cfg = load(workdir)
+    cfg = load(workdir, cache=repo.worktree_pilot_dir / "config.cache")
     for w in cfg.warnings:
         output.err(f"warning: {w}")
     checks = [cfg.check(opts.only)] if opts.only else list(cfg.checks)
