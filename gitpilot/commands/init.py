@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -62,7 +63,16 @@ def init_repo(cwd: Path, hooks: bool = True) -> list[str]:
     if path.exists() or path.is_symlink():
         raise PilotError(f"{path} exists already; not overwriting it (edit it, or remove it first)")
     checks = infer_checks(repo.workdir)
-    path.write_text(render_template(checks), "utf-8")
+    # Written beside and renamed into place: a kill mid-write never leaves half a config,
+    # and O_EXCL on the final link refuses a file that appeared meanwhile.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(render_template(checks), "utf-8")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise PilotError(f"{path} exists already; not overwriting it (edit it, or remove it first)") from None
+    finally:
+        tmp.unlink(missing_ok=True)
     lines = [f"wrote {path}" + (f" with checks: {', '.join(n for n, _ in checks)}" if checks else " (no checks found: add [[check]] tables)")]
     if hooks:
         try:
