@@ -126,8 +126,6 @@ def test_secrets_in_docs_code_checks_and_state_never_reach_what_git_pilot_writes
     assert "token=[REDACTED:github-token]" in check and "password=[REDACTED:password]" in check
 
 
-@pytest.mark.xfail(strict=True, reason="the capsule's Configuration section quotes each check's command verbatim, "
-                                       "credentials included")
 def test_a_credential_in_a_check_command_never_reaches_the_capsule(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {**standard_files(), ".gitpilot.toml":
                                          f'[[check]]\nname = "api"\nrun = "curl -H \'Authorization: token {GH}\' x"\n'})
@@ -136,8 +134,6 @@ def test_a_credential_in_a_check_command_never_reaches_the_capsule(tmp_path: Pat
     assert GH not in res.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="a credential in the task text reaches the capsule, capsule-*.md/json and "
-                                       "the task record (task.md, capsule.md, manifest.json) verbatim")
 def test_a_credential_in_the_task_text_never_reaches_the_capsule_or_the_record(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", standard_files())
     res = run_pilot("capsule", "--task", f"set up the widgets; the token is {GH}", "--print", cwd=repo)

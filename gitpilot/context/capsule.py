@@ -730,7 +730,10 @@ def _config_summary(state: Any, repo: Repo) -> str:
         cfg.source, "defaults (no config file)"
     )
     lines.append(f"- from: {src}")
-    return "\n".join(lines) + "\n"
+    from gitpilot.redact import redact
+
+    # Commands and notes are quoted from the config; a credential in them is not.
+    return str(redact("\n".join(lines) + "\n"))
 
 
 def _default_branch(repo: Repo) -> str | None:

@@ -98,9 +98,13 @@ def prepare(repo: Repo, task_text: str) -> State:
         {"path": config_rel or "(no config)", "roles": ["config"], "status": "file", "blob": config_blob}
     )
     tid = task_id(task_text)
+    from gitpilot.redact import redact
+
+    # The task is quoted verbatim, except a credential in a known format: that never reaches
+    # the capsule, its manifest or the task record (the id still hashes the exact text).
     return State(
         root,
-        task_text,
+        redact(task_text),
         tid,
         cfg,
         opts,
