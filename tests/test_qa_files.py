@@ -151,16 +151,12 @@ def test_non_utf8_file_names_in_check_and_review(non_utf8_names: Path) -> None:
     before.assert_unchanged(non_utf8_names)
 
 
-@pytest.mark.xfail(strict=True, reason="a tracked Markdown file whose name is not UTF-8 crashes capsule (and run) "
-                                       "with exit 3: UnicodeEncodeError on a surrogate in context/capsule._manifest")
 def test_non_utf8_file_names_in_the_capsule(non_utf8_names: Path) -> None:
     for args in (("capsule", "--task", "set up the widgets"), ("run", "--dry-run", "set up the widgets")):
         res = run_pilot(*args, cwd=non_utf8_names)
         assert res.returncode == 0, res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="a tracked source file whose name is not UTF-8 crashes sourcemap with exit 3: "
-                                       "UnicodeEncodeError on a surrogate when the map is stored as a note")
 def test_non_utf8_file_names_in_the_sourcemap(non_utf8_names: Path) -> None:
     res = run_pilot("sourcemap", cwd=non_utf8_names)
     assert res.returncode == 0, res.stderr

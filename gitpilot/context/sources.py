@@ -175,7 +175,10 @@ def inventory(root: Path) -> Inventory:
             continue
         meta, _, raw = rec.partition(b"\t")
         mode, oid, stage = meta.split(b" ")
-        path = raw.decode("utf-8", "surrogateescape")
+        try:
+            path = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # a name that is not UTF-8 cannot be quoted in a UTF-8 capsule: not a source
         if stage != b"0":
             conflicted.add(path)
         if mode != b"160000":
