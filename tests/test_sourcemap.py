@@ -219,3 +219,19 @@ def test_json_is_the_same_from_a_build_and_from_the_cache(tmp_path: Path) -> Non
         (f["path"], f["declarations"]) for f in cached["files"]
     ]
     assert all("score" in f["ranking"] for f in built["files"])
+
+
+def test_names_that_are_not_utf8_or_hold_a_newline_are_counted_not_shown(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"app/core.py": "def visible_core():\n    pass\n"})
+    base = os.fsencode(repo)
+    for name in (b"/app/caf\xe9.py", b"/app/two\nlines.py"):
+        with open(base + name, "wb") as f:
+            f.write(b"def hidden_by_name():\n    pass\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "odd names")
+    for _ in range(2):  # built and stored, then served from the note
+        text = smap(repo)
+        assert "visible_core" in text and "hidden_by_name" not in text
+        assert "# Not mapped: 2 unprintable name" in text
+    data = json.loads(smap(repo, "--json"))
+    assert [f["path"] for f in data["files"]] == ["app/core.py"]

@@ -9,7 +9,11 @@ How a map is built (``build``):
 1. Tracked files come from the index (``git ls-files -s``). Symlinks, submodules, hidden
    paths, credential-shaped names (never opened), vendored and generated paths (by
    directory, name, ``linguist-*`` attributes or a generator's banner at the top) are
-   left out and counted.
+   left out and counted. Paths stay exact (bytes decoded with ``surrogateescape``) until
+   shown; a path that cannot be shown as one plain line (not UTF-8, or holding a control
+   character such as a newline) is left out and counted as an "unprintable name": an
+   escaped name is no path an agent can open, and a raw one would break the map's lines
+   (and cannot be stored as UTF-8 in the note).
 2. Contents are read from the working tree. For a clean tree these are the tree's blobs
    byte for byte (git status compared them), and reading them directly is several times
    faster than ``git cat-file`` on loose objects; a dirty tree is mapped as it stands.
@@ -128,6 +132,8 @@ def exclusion(path: str) -> str | None:
 
     if path.startswith(".") or "/." in path:
         return "hidden"
+    if not printable(path):
+        return "unprintable name"
     if is_credential_filename(path):
         return "credential-shaped"
     dirs = set(path.split("/")[:-1])
@@ -136,6 +142,14 @@ def exclusion(path: str) -> str | None:
     if not dirs.isdisjoint(GENERATED_DIRS) or _GENERATED_NAME.search(path, path.rfind("/") + 1):
         return "generated"
     return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")  # surrogates: bytes that were not UTF-8
+
+
+def printable(path: str) -> bool:
+    """Whether ``path`` (decoded with surrogateescape) can be shown as UTF-8 on one plain line."""
+    return _CONTROL.search(path) is None
 
 
 def _ls_files(root: Path) -> list[tuple[str, str]]:
