@@ -255,3 +255,40 @@ def test_a_heading_alone_is_never_an_excerpt() -> None:
     for p in sel.picks:
         text = [ln for ln in lines[p.path][p.start - 1 : p.end] if ln.strip()]
         assert any(not ln.startswith("#") for ln in text), (p.path, p.start, p.end)
+
+
+def test_a_subsection_of_a_convention_section_is_a_convention_too() -> None:
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Testing\n\n### Rules for Acme\n\n"
+                "Every fix needs a regression case that fails without the fix.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating")
+    assert "Every fix needs a regression case" in _picked_text(docs, sel)
+
+
+def test_a_convention_section_too_big_to_show_gives_its_first_subsections() -> None:
+    long = "".join(
+        f"Note {i}: the browser suite keeps its fixtures in e2e/fixtures/{i}.json.\n" for i in range(60)
+    )
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Writing tests for Acme\n\n"
+                "### Kinds of tests\n\nunit: fast, no browser. e2e: a real browser.\n\n"
+                "### Good habits\n\nA fix comes with a test that fails without it.\n\n"
+                f"### Browser notes\n\n{long}"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating", max_section_bytes=2000)
+    text = _picked_text(docs, sel)
+    assert "unit: fast, no browser." in text and "A fix comes with a test" in text
+    assert "Note 59" not in text

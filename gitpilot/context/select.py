@@ -161,6 +161,7 @@ _NEUTRAL = frozenset(
     "overview basic step command chang type kind project repo repository our".split()
 )
 PRIOR_MIN_COVER = 0.5  # of a heading's words about the class, unless the body says it too
+INHERITED = 0.8  # a subsection's share of its convention parent's prior
 # Developer-facing documents, by a path part (``CONTRIBUTING.md``, ``contribute/``, ``docs/development/``),
 # by where tools keep agent and repository-process files (``.github/``, skill files), or by a
 # file name about pull requests, commits or code review (``create-pull-request.md``).
@@ -546,6 +547,7 @@ def _apply_paths_and_priors(
         for doc in docs
     ]
     kinds = [_file_kind(doc) for doc in docs]
+    priors = {d: _section_priors(doc, kinds[d]) for d, doc in enumerate(docs) if kinds[d]}
     for n in nodes:
         doc = docs[n.doc]
         sec = doc.smap.sections[n.sec]
@@ -556,8 +558,7 @@ def _apply_paths_and_priors(
             n.signals.append(f"path {kind}")
         if damped[n.doc]:
             s *= 0.4
-        body = _own_body(doc, sec) if kinds[n.doc] and sec.title else ""
-        prior_class, prior = _prior(kinds[n.doc], sec.title, body)
+        prior_class, prior = priors[n.doc][n.sec] if n.doc in priors else ("", 0.0)
         if prior_class:
             via_prior = prior * ref + 0.25 * s
             if via_prior > s:
@@ -565,6 +566,21 @@ def _apply_paths_and_priors(
                 n.signals.append(f"convention {prior_class}")
                 s = via_prior
         n.score = s
+
+
+def _section_priors(doc: Doc, kind: str) -> list[tuple[str, float]]:
+    """Each section's convention class and prior; a subsection of a convention section inherits
+    its class, a little weaker at each level ("Testing › Writing tests for X › Best practices"),
+    unless its own heading says more."""
+    out: list[tuple[str, float]] = []
+    for sec in doc.smap.sections:
+        own = _prior(kind, sec.title, _own_body(doc, sec)) if sec.title else ("", 0.0)
+        if sec.parent is not None and out[sec.parent][0]:
+            name, prior = out[sec.parent]
+            if prior * INHERITED > own[1]:
+                own = (name, prior * INHERITED)
+        out.append(own)
+    return out
 
 
 def _own_body(doc: Doc, sec: Section) -> str:
@@ -726,6 +742,15 @@ def _choose(
             continue
         only_prior = bool(n.prior) and n.base < cut
         mode, size = _mode(docs, by_key, n, cut, sizes, max_section_bytes)
+        parts: list[tuple[tuple[int, int], str]] = []
+        if only_prior and mode != "tree" and docs[n.doc].smap.sections[n.sec].parent is not None:
+            # A convention section too big to show whole: its own part and first subsections instead.
+            room = min(
+                max_section_bytes, max_excerpt_bytes - used, int(PRIOR_SHARE * max_excerpt_bytes) - prior_used
+            )
+            parts = _fill(docs, by_key, key, chosen, sizes, room, cut)
+            if parts:
+                mode, size = "fill", sum(sizes.of(docs, k, m) for k, m in parts)
         if mode in ("", "skip"):
             if mode == "":
                 too_big.add(key)
@@ -749,7 +774,10 @@ def _choose(
         if mode == "tree":
             for k in [k for k in chosen if _inside(docs, k, key)]:
                 del chosen[k]
-        chosen[key] = mode
+        if mode == "fill":
+            chosen.update(parts)
+        else:
+            chosen[key] = mode
         used += size - refund
         if only_prior:
             prior_used += size - refund
@@ -827,6 +855,54 @@ def _mode(
     if not own_relevant or not _own_body(doc, sec).strip():
         return "skip", 0  # one subsection carries the score, or the own part is a heading alone
     return ("own", own) if own <= max_section else ("", own)
+
+
+def _fill(
+    docs: Sequence[Doc],
+    by_key: Mapping[tuple[int, int], _Node],
+    key: tuple[int, int],
+    chosen: Mapping[tuple[int, int], str],
+    sizes: _Sizes,
+    room: int,
+    cut: float,
+) -> list[tuple[tuple[int, int], str]]:
+    """What of a too-big section fits ``room``: its own part when it says something, then its
+    subsections (those that match the task first, then in document order), each whole when it
+    fits, else its own part and its subsections in turn. Parts shown already are passed over."""
+    out: list[tuple[tuple[int, int], str]] = []
+    used = 0
+    smap = docs[key[0]].smap
+
+    def visit(k: tuple[int, int], top: bool) -> None:
+        nonlocal used
+        if _ancestor_tree(docs, chosen, k) or any(_inside(docs, k, c) for c in chosen):
+            return
+        sec = smap.sections[k[1]]
+        tree = sizes.of(docs, k, "tree")
+        if not top and used + tree <= room and not _has_withheld(smap, k[1]):
+            if any(
+                _own_body(docs[k[0]], s).strip() for s in smap.sections if sec.start <= s.start <= sec.end
+            ):
+                out.append((k, "tree"))
+                used += tree
+            return
+        if _own_body(docs[k[0]], sec).strip() and not sec.withheld:
+            own = sizes.of(docs, k, "own")
+            if used + own > room:
+                return
+            out.append((k, "own"))
+            used += own
+        kids = smap.kids(k[1])
+        order = sorted(kids, key=lambda c: (not _above(by_key.get((k[0], c)), cut), c))
+        for c in order:
+            visit((k[0], c), False)
+
+    visit(key, True)
+    return out
+
+
+def _above(n: _Node | None, cut: float) -> bool:
+    return n is not None and n.base >= cut
 
 
 def _has_withheld(smap: SectionMap, index: int) -> bool:
