@@ -144,8 +144,6 @@ def test_other_notes_refs_that_are_not_commits_never_crash_a_command(repo: Path,
     assert git(repo, "rev-parse", f"refs/notes/pilot/{kind}").strip() == tree
 
 
-@pytest.mark.xfail(strict=True, reason="a well-formed section-map note whose ranges/hashes do not match the blob "
-                                       "is trusted: the file's sections silently vanish from the capsule")
 def test_a_section_map_note_that_does_not_match_its_blob_is_not_trusted(repo: Path) -> None:
     blob = git(repo, "rev-parse", "HEAD:README.md").strip()
     assert run_pilot("capsule", "--task", "set up the widgets", cwd=repo).returncode == 0

@@ -69,7 +69,7 @@ def load_maps(
     for path in sorted(items):
         blob, text, lines = items[path]
         smap = SectionMap.from_json(stored[blob]) if blob in stored else None
-        if smap is not None and smap.line_count != len(lines):
+        if smap is not None and not _fits(smap, lines):
             smap = None  # a note that does not fit this text is ignored, and replaced
         if smap is None:
             smap = parse(text, lines)
@@ -83,6 +83,30 @@ def load_maps(
         except PilotError:
             pass  # a cache that cannot be written (a read-only repository) does not stop the capsule
     return maps, parsed
+
+
+def _fits(smap: SectionMap, lines: list[str]) -> bool:
+    """Whether a stored map describes these lines: every range inside the file and nested in
+    its parent, and each top-level section's hash that of its text (a tampered or foreign
+    note would otherwise make sections vanish from the capsule without a word)."""
+    from gitpilot.context.markdown import range_text, sha256_text
+
+    n = len(lines)
+    if smap.line_count != n:
+        return False
+    secs = smap.sections
+    for s in secs:
+        if not (1 <= s.start <= s.body_end <= s.end <= n) and not (s.start > s.end and s.level == 0):
+            return False
+        if s.parent is not None:
+            if not 0 <= s.parent < len(secs):
+                return False
+            p = secs[s.parent]
+            if not (p.start <= s.start and s.end <= p.end):
+                return False
+        elif s.sha256 and not s.withheld and s.start <= s.end and sha256_text(range_text(lines, s.start, s.end)) != s.sha256:
+            return False
+    return all(1 <= a <= b <= n for a, b in smap.always)
 
 
 def put_notes(repo: Repo, store: NotesStore, entries: Mapping[str, bytes], message: str) -> None:
