@@ -143,8 +143,6 @@ def test_a_credential_in_the_task_text_never_reaches_the_capsule_or_the_record(t
         assert GH.encode() not in body, where
 
 
-@pytest.mark.xfail(strict=True, reason="the source map (output and its note) lists declaration names that are in a "
-                                       "known credential format verbatim")
 def test_the_source_map_never_holds_a_credential_shaped_name(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {**standard_files(), "keys.js": f"export function {GH}() {{}}\n"})
     res = run_pilot("sourcemap", cwd=repo)

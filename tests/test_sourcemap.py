@@ -235,3 +235,19 @@ def test_names_that_are_not_utf8_or_hold_a_newline_are_counted_not_shown(tmp_pat
         assert "# Not mapped: 2 unprintable name" in text
     data = json.loads(smap(repo, "--json"))
     assert [f["path"] for f in data["files"]] == ["app/core.py"]
+
+
+def test_a_credential_as_a_name_or_a_path_is_withheld(tmp_path: Path) -> None:
+    token = "ghp_" + "Q" * 36
+    repo = make_repo(tmp_path / "repo", {
+        "app/core.py": f"class Core:\n    def {token}(self):\n        pass\n\n    def start(self):\n        pass\n",
+        f"app/{token}.py": "def in_a_token_named_file():\n    pass\n",
+    })
+    for args in ((), ("--json",)):
+        text = smap(repo, *args)
+        assert token not in text and "in_a_token_named_file" not in text
+    text = smap(repo)
+    assert "  core.py: Core{[REDACTED:github-token](), start()}" in text
+    assert "1 credential-shaped" in text
+    note = git(repo, "notes", "--ref=pilot/sourcemap", "show", "HEAD^{tree}")
+    assert "core.py: Core{[REDACTED:github-token]()" in note and token not in note

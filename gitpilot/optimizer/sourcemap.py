@@ -24,7 +24,8 @@ How a map is built (``build``):
    each further file counts 6 less, so one busy directory cannot fill the map alone. Ties
    go by path.
 4. In that order, each file's line (its declarations, capped; ``_private`` Python and
-   JavaScript names dropped) is added while it fits in the budget; files without public
+   JavaScript names dropped; a name in a credential format, or a path holding one,
+   withheld as ``gitpilot.redact`` does) is added while it fits in the budget; files without public
    declarations are skipped. The map is printed grouped by directory, in path order, and
    ends with what was left out, per directory.
 
@@ -128,13 +129,13 @@ class Inventory:
 
 def exclusion(path: str) -> str | None:
     """Why a tracked path is never mapped (judged by its path alone), or None."""
-    from gitpilot.redact import is_credential_filename
+    from gitpilot.redact import contains_secret, is_credential_filename
 
     if path.startswith(".") or "/." in path:
         return "hidden"
     if not printable(path):
         return "unprintable name"
-    if is_credential_filename(path):
+    if is_credential_filename(path) or contains_secret(path):  # a token as a file name is not shown
         return "credential-shaped"
     dirs = set(path.split("/")[:-1])
     if not dirs.isdisjoint(VENDORED_DIRS):
@@ -373,6 +374,19 @@ def public(entries: list[decls.Entry], lang: str) -> list[decls.Entry]:
     return kept
 
 
+def withhold(entries: list[decls.Entry]) -> list[decls.Entry]:
+    """Declarations with each name in a credential format replaced by ``[REDACTED:<kind>]``
+    (``gitpilot.redact``): a token pasted as a name must reach neither the agent nor the note.
+    The declaration stays (redacted), so the file's line still says what the file holds."""
+    from gitpilot.optimizer import decls
+    from gitpilot.redact import redact
+
+    names = "\n".join(" ".join([e.name, *e.members]) for e in entries)
+    if redact(names) == names:  # one scan for the common case: nothing to withhold
+        return entries
+    return [decls.Entry(redact(e.name), e.kind, e.line, [redact(m) for m in e.members]) for e in entries]
+
+
 def render_entries(entries: Sequence[decls.Entry], cap: int) -> str:
     """Declarations joined with ", ", cut to ``cap`` characters with a "+N more" tail."""
     out: list[str] = []
@@ -470,7 +484,7 @@ def build(root: Path, budget: int, tree: str | None) -> Built:
     for f in ranked(inv.files):
         if room < 16 or misses > 400:
             break
-        entries = public(decls.extract(f.path, _read_text(root / f.path)), f.lang)
+        entries = withhold(public(decls.extract(f.path, _read_text(root / f.path)), f.lang))
         if not entries:
             continue
         name = f.path.rsplit("/", 1)[-1]
