@@ -288,8 +288,6 @@ def test_a_notes_tree_holding_gitlinks_and_symlinks_is_rewritten_without_crashin
     assert_fsck_clean(repo)
 
 
-@pytest.mark.xfail(strict=True, reason="a source-map note with a valid header is served whatever its size: a huge "
-                                       "(or tampered) note bypasses the character budget")
 def test_a_huge_source_map_note_never_exceeds_the_budget(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "r", standard_files())
     assert run_pilot("sourcemap", cwd=repo).returncode == 0

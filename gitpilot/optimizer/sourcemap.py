@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # imported where a map is built: a cache hit never compiles i
     from gitpilot.optimizer import decls
 
 NOTES_REF = "refs/notes/pilot/sourcemap"
-FORMAT = "v1"
+FORMAT = "v2"  # v2: credential-shaped names withheld, unprintable names left out (v1 notes are rebuilt)
 DEFAULT_BUDGET = 6000
 MIN_BUDGET = 400
 HEAD_BYTES = 8192  # imports are read from the first 8 KB of a file
@@ -90,7 +90,11 @@ SIDE_DIRS = frozenset(
     "example examples docs doc bench benches benchmark benchmarks fixtures samples sample demo demos".split()
 )
 
-_HEADER = re.compile(r"^# Source map (?P<fmt>v\d+): .*; budget (?P<budget>\d+)$", re.M)
+_HEADER = re.compile(
+    r"# Source map (?P<fmt>v\d+): (?P<shown>\d+) of \d+ source files; tree (?P<tree>[0-9a-f]{12}); "
+    r"budget (?P<budget>\d+)"
+)
+_UNPRINTABLE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")  # no map we render holds a control character
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -616,21 +620,55 @@ def probe(cwd: Path) -> Probe:
         top = lines[0] if lines and lines[0].startswith("/") else None  # an unborn HEAD still has a root
         return Probe(Path(top) if top else None, None, None)
     tree = lines[1].strip() if s_rc == 0 and not status.strip() else None
-    text = note.decode("utf-8", "replace") if n_rc == 0 and tree is not None else None
+    text = None
+    if n_rc == 0 and tree is not None:
+        try:
+            text = note.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # we store UTF-8 only: not our map, so it is rebuilt
     return Probe(Path(lines[0]), tree, text)
 
 
 def _usable(note: str | None, tree: str, budget: int) -> bool:
-    """A stored map of this format, for this tree (HEAD may move between the calls), at this budget."""
-    if note is None:
+    """A stored map of this format, for this tree (HEAD may move between the calls), at this
+    budget, that still holds what a map we render holds: within the budget, and of the map's
+    shape. A note is only a cache and anyone can rewrite it (``git notes add -f``): one that is
+    too large or malformed is rebuilt, never served."""
+    if note is None or len(note) > budget or not note.endswith("\n") or _UNPRINTABLE.search(note):
         return False
-    m = _HEADER.search(note.split("\n", 1)[0])
-    return (
-        m is not None
-        and m.group("fmt") == FORMAT
-        and int(m.group("budget")) == budget
-        and f"tree {tree[:12]};" in note.split("\n", 1)[0]
-    )
+    lines = note.splitlines()
+    m = _HEADER.fullmatch(lines[0])
+    if (
+        m is None
+        or m.group("fmt") != FORMAT
+        or int(m.group("budget")) != budget
+        or m.group("tree") != tree[:12]
+    ):
+        return False
+    return _shaped(lines[1:], int(m.group("shown")))
+
+
+def _shaped(lines: list[str], shown: int) -> bool:
+    """The body of a map: a comment (how files were ranked), then directories each followed by
+    file lines, then comment lines only; as many file lines as the header says."""
+    if not lines or not lines[0].startswith("# "):
+        return False
+    files = 0
+    directory = footer = False
+    for line in lines[1:]:
+        if line.startswith("# "):
+            footer = True
+        elif footer:
+            return False
+        elif line.startswith("  "):
+            if not directory or ": " not in line:
+                return False
+            files += 1
+        elif line.endswith("/") and not line.startswith((" ", "#")):
+            directory = True
+        else:
+            return False
+    return files == shown
 
 
 def store(root: Path, tree: str, text: str) -> None:
