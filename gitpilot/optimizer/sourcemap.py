@@ -31,6 +31,9 @@ How a map is built (``build``):
 
 A clean tree's map (at the configured budget) is stored as a note on its tree id, and a later
 call on the same clean tree prints the note without importing pygit2 or reading any file.
+A note is a cache anyone can rewrite: it is served only while it holds what a map we render
+holds (this format, tree and budget in its header, within the budget, the map's shape, UTF-8
+without control characters); otherwise the map is rebuilt and the note replaced.
 """
 
 from __future__ import annotations
