@@ -46,8 +46,6 @@ def test_settings_that_are_a_symlink_or_tracked_are_refused(repo: Path, tmp_path
     assert (repo / SETTINGS).read_text() == "{}\n"
 
 
-@pytest.mark.xfail(strict=True, reason="optimize enable claude crashes (exit 3, TypeError) on a hook group of the "
-                                       "wrong shape in .claude/settings.local.json")
 def test_hook_groups_of_the_wrong_shape(repo: Path) -> None:
     data = b'{"hooks": {"Stop": [5, {"hooks": 7}]}}'
     (repo / SETTINGS).write_bytes(data)
@@ -55,8 +53,6 @@ def test_hook_groups_of_the_wrong_shape(repo: Path) -> None:
     assert (repo / SETTINGS).read_bytes() == data
 
 
-@pytest.mark.xfail(strict=True, reason="optimize enable claude crashes (exit 3) when .claude/settings.local.json is "
-                                       "not UTF-8 (UnicodeDecodeError) or is a directory (IsADirectoryError)")
 def test_settings_not_utf8_or_a_directory(repo: Path) -> None:
     (repo / SETTINGS).write_bytes(b"\xff\xfe{}")
     assert_clear_error(run_pilot("optimize", "enable", "claude", cwd=repo), 1, "settings.local.json")

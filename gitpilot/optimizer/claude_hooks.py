@@ -80,13 +80,27 @@ def _guard(root: Path, path: Path) -> None:
                          f"file (git rm --cached {rel} first, or add the hooks by hand)")
 
 
+def _read_text(path: Path) -> str:
+    """The file's text, or one clear line saying why it cannot be read (the file is left alone)."""
+    if path.is_dir():
+        raise PilotError(f"{path}: is a directory, not a JSON settings file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PilotError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PilotError(f"{path}: not UTF-8 (byte {exc.start}); Claude Code reads JSON as UTF-8") from exc
+
+
 class JsonFile:
     """A JSON settings file with its formatting: indentation, separators, final newline."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.existed = path.exists()
-        text = path.read_text("utf-8") if self.existed else ""
+        text = _read_text(path) if self.existed else ""
         self.mode = path.stat().st_mode & 0o777 if self.existed else 0o644
         if text.strip():
             try:
@@ -148,6 +162,21 @@ def _hooks_table(doc: JsonFile) -> dict[str, Any]:
     return hooks
 
 
+def _groups(doc: JsonFile, hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    """The hook groups of ``event``, checked to be of the shape Claude Code reads: a list of
+    objects whose ``hooks`` (when present) is a list. git pilot adds its group next to them
+    and will not write beside ones it cannot read."""
+    groups = hooks.get(event, [])
+    if not isinstance(groups, list):
+        raise PilotError(f"{doc.path}: 'hooks.{event}' must be a list")
+    for i, group in enumerate(groups):
+        if not isinstance(group, dict):
+            raise PilotError(f"{doc.path}: 'hooks.{event}[{i}]' must be a JSON object")
+        if not isinstance(group.get("hooks", []), list):
+            raise PilotError(f"{doc.path}: 'hooks.{event}[{i}].hooks' must be a list")
+    return groups
+
+
 def enable(root: Path, common: Path, command: str | None = None) -> list[str]:
     """Add git pilot's hooks; the events it added (empty when all were already there)."""
     path = settings_path(root)
@@ -159,11 +188,8 @@ def enable(root: Path, common: Path, command: str | None = None) -> list[str]:
         hooks = _hooks_table(doc)
         added: list[dict[str, Any]] = []
         for event, matcher in EVENTS:
-            groups = hooks.get(event, [])
-            if not isinstance(groups, list):
-                raise PilotError(f"{path}: 'hooks.{event}' must be a list")
-            if any(_is_ours(h, {command}) for g in groups if isinstance(g, dict)
-                   for h in (g.get("hooks") or [])):
+            groups = _groups(doc, hooks, event)
+            if any(_is_ours(h, {command}) for g in groups for h in g.get("hooks", [])):
                 continue
             group = _group(matcher, command)
             added.append({"event": event, "group": group, "created_event": event not in hooks})
