@@ -292,3 +292,48 @@ def test_a_convention_section_too_big_to_show_gives_its_first_subsections() -> N
     text = _picked_text(docs, sel)
     assert "unit: fast, no browser." in text and "A fix comes with a test" in text
     assert "Note 59" not in text
+
+
+def test_conventions_take_at_most_their_share_so_the_tasks_matches_fit() -> None:
+    pad = "Keep this in mind when you change anything in this area of the project. " * 5
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                f"# Contributing\n\n## Running the tests\n\nRun `make test` before pushing. {pad}\n\n"
+                f"## Commit messages\n\nUse the imperative mood. {pad}\n"
+            ),
+            "docs/warnings.md": f"# Warnings\n\n## Deprecation warnings\n\nEach deprecation warning links to "
+            f"its error page under /errors. {pad}\n",
+            "docs/config.md": f"# Configuration\n\n## Deprecated options\n\nThe `legacy_cache` option is "
+            f"deprecated and prints a deprecation warning with a link. {pad}\n",
+            "docs/other.md": "# Other\n\nNothing about that here.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(
+        docs,
+        "The deprecation warning for `legacy_cache` should link to its error page",
+        max_excerpt_bytes=1700,
+    )
+    chosen = {p.path for p in sel.picks}
+    assert {"docs/config.md", "docs/warnings.md"} <= chosen
+    assert "Run `make test` before pushing" in _picked_text(docs, sel)
+
+
+def test_a_heading_about_the_convention_outranks_a_body_that_mentions_it() -> None:
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Your first pull request\n\nFork the repository, push a branch and open a pull "
+                "request; squash your commits; a maintainer reviews every pull request within a week.\n\n"
+                "## Pull request titles\n\nStart the title with the area: `billing: ...`.\n\n"
+                "## Commit messages\n\nImperative mood, at most 72 characters in the subject.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating")
+    text = _picked_text(docs, sel)
+    assert "Start the title with the area" in text and "Imperative mood" in text
+    assert "Fork the repository" not in text

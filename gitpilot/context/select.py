@@ -668,7 +668,9 @@ def _strength(
     said = min(3, len(_CLASS_BODY[name].findall(body))) if body else 0
     if cover < PRIOR_MIN_COVER and said < 2:
         return 0.0
-    return min(1.0, max(cover, 0.5) + 0.15 * said)
+    # The heading decides; the body only breaks ties, so a section that mentions pull requests
+    # does not outrank one headed "Pull request titles".
+    return min(1.0, max(cover, 0.5) + 0.05 * said)
 
 
 # --- choosing ---------------------------------------------------------------------------------
