@@ -311,3 +311,24 @@ def test_enable_leaves_ignore_rules_alone_when_the_file_is_already_ignored(git_r
     before = exclude.read_bytes() if exclude.exists() else b""
     assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
     assert (exclude.read_bytes() if exclude.exists() else b"") == before
+
+
+def test_a_damaged_manifest_or_a_latin1_exclude_file_neither_crashes_nor_keeps_our_hooks(git_repo: Path) -> None:
+    exclude = git_repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_bytes(b"# caf\xe9\n/build\n")
+    manifest = git_repo / ".git" / "pilot" / "claude-hooks.json"
+    user = {"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "notify-send claude"}]}]}}
+    (git_repo / SETTINGS).parent.mkdir()
+    (git_repo / SETTINGS).write_text(json.dumps(user) + "\n")
+    for damage in ([1], {str(git_repo / SETTINGS): 7}, {str(git_repo / SETTINGS): {"added": [5, {"group": 3}]}}):
+        proc = run_pilot("optimize", "enable", "claude", cwd=git_repo)
+        assert proc.returncode == 0, proc.stderr
+        manifest.write_text(json.dumps(damage))
+        proc = run_pilot("optimize", "disable", "claude", cwd=git_repo)
+        assert proc.returncode == 0, proc.stderr
+        assert "removed git pilot hooks" in proc.stdout
+        settings = json.loads((git_repo / SETTINGS).read_text())
+        assert all(not our_groups(settings, e) for e in EVENTS)
+        assert settings["hooks"]["Notification"] == user["hooks"]["Notification"]
+        assert exclude.read_bytes().startswith(b"# caf\xe9\n/build\n")

@@ -199,7 +199,7 @@ def enable(root: Path, common: Path, command: str | None = None) -> list[str]:
         doc.data["hooks"] = hooks
         manifest = _read_manifest(common)
         key = str(path)
-        entry = manifest.get(key) or {
+        entry = _entry(manifest, key) or {
             "created_file": not doc.existed, "created_dir": not path.parent.exists(),
             "created_hooks": created_hooks, "added": []}
         entry["added"].extend(added)
@@ -213,6 +213,7 @@ def enable(root: Path, common: Path, command: str | None = None) -> list[str]:
 
 _EXCLUDE_LINES = ("# added by git pilot optimize enable claude (removed by disable)",
                   "/" + SETTINGS.as_posix())
+_EXCLUDE_BLOCK = ("\n".join(_EXCLUDE_LINES) + "\n").encode()
 
 
 def _exclude(root: Path, common: Path) -> bool:
@@ -221,10 +222,10 @@ def _exclude(root: Path, common: Path) -> bool:
         return False
     path = common / "info" / "exclude"
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = path.read_text("utf-8") if path.exists() else ""
-    if text and not text.endswith("\n"):
-        text += "\n"
-    path.write_text(text + "\n".join(_EXCLUDE_LINES) + "\n", "utf-8")
+    data = path.read_bytes() if path.exists() else b""  # bytes: patterns need not be UTF-8
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    path.write_bytes(data + _EXCLUDE_BLOCK)
     return True
 
 
@@ -232,10 +233,9 @@ def _unexclude(common: Path) -> None:
     path = common / "info" / "exclude"
     if not path.exists():
         return
-    text = path.read_text("utf-8")
-    block = "\n".join(_EXCLUDE_LINES) + "\n"
-    if block in text:
-        path.write_text(text.replace(block, "", 1), "utf-8")
+    data = path.read_bytes()
+    if _EXCLUDE_BLOCK in data:
+        path.write_bytes(data.replace(_EXCLUDE_BLOCK, b"", 1))
 
 
 def disable(root: Path, common: Path) -> list[str]:
@@ -246,13 +246,16 @@ def disable(root: Path, common: Path) -> list[str]:
     _guard(root, path)
     with statefile.locked(_manifest_path(common)):
         manifest = _read_manifest(common)
-        entry = manifest.pop(str(path), None) or {"created_file": False, "created_hooks": False, "added": []}
+        entry = _entry(manifest, str(path)) or {"created_file": False, "created_hooks": False, "added": []}
+        manifest.pop(str(path), None)
         if entry.get("excluded"):
-            if manifest:  # another worktree's file still relies on the exclude line
-                manifest[sorted(manifest)[0]]["excluded"] = True
+            others = sorted(k for k in manifest if _entry(manifest, k) is not None)
+            if others:  # another worktree's file still relies on the exclude line
+                manifest[others[0]]["excluded"] = True
             else:
                 _unexclude(common)
-        commands = {h["command"] for a in entry["added"] for h in a["group"]["hooks"]}
+        commands = {h["command"] for a in entry["added"] for h in a["group"]["hooks"]
+                    if isinstance(h, dict) and isinstance(h.get("command"), str)}
         created_events = {a["event"] for a in entry["added"] if a.get("created_event")}
         doc = JsonFile(path)
         if "hooks" not in doc.data:
@@ -302,6 +305,23 @@ def _without_ours(groups: list[Any], commands: set[str]) -> tuple[list[Any], boo
 def _read_manifest(common: Path) -> dict[str, Any]:
     data = statefile.read_json(_manifest_path(common))
     return data if isinstance(data, dict) else {}
+
+
+def _entry(manifest: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The manifest's record for one settings file, keeping only the added groups it can read.
+
+    The manifest is machine-local state a crash or a hand edit can damage; a damaged record
+    loses nothing that matters: ``disable`` also knows git pilot's hooks by their command."""
+    entry = manifest.get(key)
+    if not isinstance(entry, dict):
+        return None
+    added = entry.get("added")
+    entry["added"] = [
+        a for a in (added if isinstance(added, list) else [])
+        if isinstance(a, dict) and isinstance(a.get("event"), str) and isinstance(a.get("group"), dict)
+        and isinstance(a["group"].get("hooks"), list)
+    ]
+    return entry
 
 
 def enabled_events(root: Path) -> list[str]:
