@@ -292,6 +292,25 @@ def test_stacked_changes_are_undone_in_order(repo: Path) -> None:
     assert not (repo / ".claude").exists()
 
 
+def test_a_damaged_receipt_is_named_and_never_blocks_another(repo: Path) -> None:
+    claude_sessions(repo, 5)
+    receipt = prune.apply(repo, "claude-tool-WebSearch")
+    folder = repo / ".git" / "pilot" / "receipts"
+    damaged = {"a-list": b"[]", "an-empty-object": b"{}", "another-id": receipt.to_json().encode(),
+               "relative-file": receipt.to_json().replace(str(repo), ".").replace(receipt.id, "relative-file").encode()}
+    for rid, body in damaged.items():
+        (folder / f"{rid}.json").write_bytes(body)
+        proc = run_pilot("optimize", "undo", rid, cwd=repo)
+        assert proc.returncode == 1 and f"{rid}.json: not a readable receipt" in proc.stderr, proc.stderr
+    missing = run_pilot("optimize", "undo", "no-such-name", cwd=repo)
+    assert missing.returncode == 1 and "damaged, not read: a-list.json, an-empty-object.json" in missing.stderr
+    proc = run_pilot("optimize", "undo", "claude-tool-WebSearch", cwd=repo)  # by name: damaged ones skipped
+    assert proc.returncode == 0, proc.stderr
+    assert not (repo / ".claude").exists()
+    assert sorted(p.name for p in folder.glob("*.json")) == sorted([f"{r}.json" for r in damaged] +
+                                                                    [f"{receipt.id}.json"])
+
+
 # -- Claude MCP servers --------------------------------------------------------------------------
 def test_claude_mcp_servers_by_scope(repo: Path) -> None:
     claude_sessions(repo, 4)

@@ -68,8 +68,6 @@ def test_a_receipt_that_is_not_json_is_named(repo: Path) -> None:
     assert_clear_error(run_pilot("optimize", "undo", "r1", cwd=repo), 1, "r1.json", "not a readable receipt")
 
 
-@pytest.mark.xfail(strict=True, reason="a receipt of the wrong shape ([] or {}) crashes every optimize undo with "
-                                       "exit 3 (AttributeError/TypeError in receipts.load)")
 def test_a_receipt_of_the_wrong_shape_is_named(repo: Path) -> None:
     receipts = repo / ".git" / "pilot" / "receipts"
     receipts.mkdir(parents=True)

@@ -5,6 +5,11 @@ existed, the sha256 of its original bytes and of the new bytes, what changed, it
 ``<id>.orig`` (the original bytes, verbatim). Both are written and synced *before* the file
 is touched, so a crash between the two steps leaves a receipt that undo understands.
 
+A receipt is machine-local state that a crash or a hand edit can damage. One that is not a
+JSON object of the expected fields (with its own id, and the file an absolute path) is named
+and refused when asked for by id; listing and name lookups skip it (and say so when nothing
+else matches), so one damaged receipt never blocks the undo of another.
+
 Undo restores the original bytes only when the file still has exactly the bytes the change
 produced (its sha256 equals the receipt's new hash). If anyone edited the file since, undo
 changes nothing and says what to reconcile by hand. Files are replaced atomically (a
@@ -28,6 +33,7 @@ APPLIED = "applied"
 ROLLED_BACK = "rolled back"
 UNDONE = "undone"
 FAILED = "not applied"
+STATES = frozenset({APPLIED, ROLLED_BACK, UNDONE, FAILED})
 
 
 def sha256(data: bytes | None) -> str:
@@ -118,24 +124,39 @@ class Receipts:
     def load(self, rid: str) -> Receipt:
         path = self.path(rid)
         try:
-            data = json.loads(path.read_text("utf-8"))
+            data = json.loads(path.read_bytes().decode("utf-8"))
         except FileNotFoundError as exc:
             raise PilotError(f"no receipt {rid} (receipts are in {self.dir})") from exc
-        except ValueError as exc:
+        except (OSError, ValueError) as exc:
             raise PilotError(f"{path}: not a readable receipt") from exc
+        problem = _shape_problem(data, rid)
+        if problem:
+            raise PilotError(f"{path}: not a readable receipt: {problem}; nothing done")
         known = set(Receipt.__dataclass_fields__)
         return Receipt(**{k: v for k, v in data.items() if k in known})
 
-    def all(self) -> list[Receipt]:
+    def _scan(self) -> tuple[list[Receipt], list[str]]:
+        """Every readable receipt, and the file names of damaged ones."""
         if not self.dir.is_dir():
-            return []
-        return [self.load(p.stem) for p in sorted(self.dir.glob("*.json"))]
+            return [], []
+        found: list[Receipt] = []
+        damaged: list[str] = []
+        for p in sorted(self.dir.glob("*.json")):
+            try:
+                found.append(self.load(p.stem))
+            except PilotError:
+                damaged.append(p.name)
+        return found, damaged
+
+    def all(self) -> list[Receipt]:
+        """The readable receipts (a damaged one is skipped: it must not block the others)."""
+        return self._scan()[0]
 
     def find(self, ref: str) -> Receipt:
         """A receipt by id, by unique id prefix, or the latest applied one of a proposal name."""
         if self.path(ref).exists():
             return self.load(ref)
-        everything = self.all()
+        everything, damaged = self._scan()
         by_prefix = [r for r in everything if r.id.startswith(ref)]
         if len(by_prefix) == 1:
             return by_prefix[0]
@@ -147,6 +168,8 @@ class Receipts:
                 f"{ref!r} names {len(by_prefix)} receipts: " + ", ".join(r.id for r in by_prefix)
             )
         known = ", ".join(r.id for r in everything if r.state == APPLIED) or "none applied"
+        if damaged:
+            known += f"; damaged, not read: {', '.join(damaged)}"
         raise PilotError(f"no receipt {ref!r} (receipts: {known})")
 
     def original(self, receipt: Receipt) -> bytes | None:
@@ -225,6 +248,32 @@ class Receipts:
             )
         self.restore(receipt, UNDONE)
         return receipt
+
+
+_TEXT_FIELDS = ("id", "name", "file", "original_sha256", "new_sha256", "change", "created")
+
+
+def _shape_problem(data: object, rid: str) -> str | None:
+    """Why ``data`` is not a receipt this module wrote under the id ``rid``, or None."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for key in _TEXT_FIELDS:
+        if not isinstance(data.get(key), str):
+            return f"'{key}' missing or not a string"
+    if data["id"] != rid:
+        return f"its id {data['id']!r} is not its file name"
+    if not isinstance(data.get("existed"), bool):
+        return "'existed' missing or not true/false"
+    if data.get("state", APPLIED) not in STATES:
+        return f"unknown state {data.get('state')!r}"
+    if not isinstance(data.get("note", ""), str):
+        return "'note' is not a string"
+    dirs = data.get("created_dirs", [])
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and os.path.isabs(d) for d in dirs):
+        return "'created_dirs' is not a list of absolute paths"
+    if not os.path.isabs(data["file"]):
+        return "'file' is not an absolute path"
+    return None
 
 
 def write_atomic(path: Path, data: bytes) -> None:
