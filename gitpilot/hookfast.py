@@ -75,7 +75,12 @@ def find_repo(start: str) -> tuple[str, str] | None:
 
 
 def read_toml(root: str) -> dict[str, Any]:
-    """The ``.gitpilot.toml`` document, or ``{}`` when missing or broken (``config show`` reports that)."""
+    """The ``.gitpilot.toml`` document, or ``{}`` when missing or broken.
+
+    Tolerant on purpose, and for the hook only: a config error must never break the agent's
+    tool calls, so the hook runs on the defaults. Every command (``optimize enable``,
+    ``optimize learned``, ``config show`` ...) reads the file strictly through
+    ``gitpilot.config`` and stops with its one-line error."""
     try:
         with open(os.path.join(root, ".gitpilot.toml"), "rb") as fh:
             data = fh.read()

@@ -332,3 +332,11 @@ def test_a_damaged_manifest_or_a_latin1_exclude_file_neither_crashes_nor_keeps_o
         assert all(not our_groups(settings, e) for e in EVENTS)
         assert settings["hooks"]["Notification"] == user["hooks"]["Notification"]
         assert exclude.read_bytes().startswith(b"# caf\xe9\n/build\n")
+
+
+def test_enable_with_a_broken_config_fails_and_writes_nothing(git_repo: Path) -> None:
+    (git_repo / ".gitpilot.toml").write_text("[optimizer]\nlearn = 1\n")
+    proc = run_pilot("optimize", "enable", "claude", cwd=git_repo)
+    assert proc.returncode == 1 and "optimizer.learn" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (git_repo / ".claude").exists()
+    assert not (git_repo / ".git" / "pilot" / "claude-hooks.json").exists()

@@ -88,8 +88,6 @@ def test_git_hooks_never_fail_a_git_command_for_a_broken_config(repo: Path) -> N
     assert git(remote, "rev-parse", "main") == git(repo, "rev-parse", "main")
 
 
-@pytest.mark.xfail(strict=True, reason="optimize enable/learned read .gitpilot.toml through hookfast's lenient "
-                                       "reader: a broken config is reported as the defaults instead of failing")
 def test_optimize_reports_a_broken_config_instead_of_defaults(repo: Path) -> None:
     (repo / ".gitpilot.toml").write_text('[optimizer]\nloop_detection = "no"\n')
     for args in (("optimize", "learned"), ("optimize", "enable", "claude")):

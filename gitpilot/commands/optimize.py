@@ -99,10 +99,15 @@ def forget_command(name: str) -> int:
     return run_forget(name)
 
 
-def _settings(root: Path) -> Any:
-    from gitpilot import hookfast
+def _settings(root: Path) -> tuple[bool, bool]:
+    """(loop detection, learning) as configured, read strictly: a broken ``.gitpilot.toml`` stops
+    the command with the config's one-line error, as it stops every other command. (The hook
+    itself, ``hookfast``, reads the file leniently and falls back to the defaults: a config
+    error must never break the agent's tool calls.)"""
+    from gitpilot import config
 
-    return hookfast.settings_from(hookfast.read_toml(str(root)))
+    cfg = config.load(root)
+    return bool(cfg.get("optimizer.loop_detection")), bool(cfg.get("optimizer.learn"))
 
 
 def run_enable() -> int:
@@ -110,16 +115,16 @@ def run_enable() -> int:
     from gitpilot.output import out
 
     repo = _repo()
+    loop_detection, learn = _settings(repo.root)  # before the edit: a broken config changes nothing
     added = claude_hooks.enable(repo.root, repo.common_dir)
     rel = claude_hooks.SETTINGS.as_posix()
     if added:
         out(f"added git pilot hooks to {rel}: {', '.join(added)}")
     else:
         out(f"git pilot hooks are already in {rel}")
-    settings = _settings(repo.root)
-    out(f"failure-loop detection: {'on' if settings.loop_detection else 'off'} "
+    out(f"failure-loop detection: {'on' if loop_detection else 'off'} "
         f"([optimizer] loop_detection in .gitpilot.toml)")
-    out(f"learned command alternatives: {'on' if settings.learn else 'off'} ([optimizer] learn)")
+    out(f"learned command alternatives: {'on' if learn else 'off'} ([optimizer] learn)")
     return 0
 
 
@@ -150,8 +155,8 @@ def run_learned(*, as_json: bool) -> int:
     from gitpilot.output import out
 
     repo = _repo()
+    enabled = _settings(repo.root)[1]
     rows = learn.listing(_store(repo))
-    enabled = _settings(repo.root).learn
     if as_json:
         out(json.dumps({"learn": enabled, "facts": rows}, indent=2, sort_keys=True, ensure_ascii=False))
         return 0
