@@ -57,14 +57,23 @@ def replace_text(path: str, text: str) -> None:
 
 
 def append_line(path: str, record: dict[str, Any]) -> None:
-    """Append one JSON line (one ``write`` on an ``O_APPEND`` descriptor: lines never interleave)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """Append one JSON line, under the file's lock (the one a rewrite of the file holds too).
+
+    A writer killed mid-line leaves a last line without its newline: that line is ended
+    first, or this record would be glued to it and lost with it (readers skip the cut line).
+    """
     data = (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    with locked(path):
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
 
 
 def tail_lines(path: str, max_bytes: int = 65536) -> list[str]:
