@@ -337,3 +337,26 @@ def test_a_heading_about_the_convention_outranks_a_body_that_mentions_it() -> No
     text = _picked_text(docs, sel)
     assert "Start the title with the area" in text and "Imperative mood" in text
     assert "Fork the repository" not in text
+
+
+def test_a_developer_section_whose_body_states_test_rules_is_a_testing_convention() -> None:
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Writing high-impact changes\n\n1. **Add or update tests.** A fix comes with "
+                "a case that fails before it.\n2. Keep each change small; the tests pass at every step.\n\n"
+                "## Community\n\nBe kind in reviews.\n"
+            ),
+            "docs/guide/quality.md": (
+                "# Quality\n\n## Our promise\n\nWe add or update tests for every release, and the tests pass "
+                "on every platform we ship.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating")
+    text = _picked_text(docs, sel)
+    assert "**Add or update tests.**" in text
+    assert "Be kind in reviews." not in text
+    assert "We add or update tests for every release" not in text  # a user page, not a convention

@@ -135,11 +135,12 @@ _CLASS_BODY: dict[str, re.Pattern[str]] = {
     "testing": re.compile(
         r"\b(pytest|cargo (nex)?test|go test|(npm|pnpm|yarn|bun)( run)? test\S*|make (check|test)\S*|tox|nox|"
         r"jest|vitest|mocha|rspec|ctest|(mvn|gradle|bazel) test|"
-        r"(run|add|update|write)( (all|the|new|your|a|unit|integration))* tests?|tests? (pass|fail)\w*)\b",
+        r"(run|add|update|writ(e|ing)|modify)( or \w+)?( (all|the|new|your|a|unit|integration|e2e))* tests?|"
+        r"tests? (pass|fail)\w*|test coverage)\b",
         re.I,
     ),
     "commits": re.compile(
-        r"\b(commit messages?|pull requests?|PR (titles?|descriptions?)|squash\w*|rebase|sign(ed)?[- ]off|DCO|"
+        r"\b(commit messages?|(PR|pull request) (titles?|descriptions?)|squash\w*|rebase|sign(ed)?[- ]off|DCO|"
         r"conventional commits|changelog entr(y|ies)|changesets?|imperative mood)\b",
         re.I,
     ),
@@ -634,8 +635,8 @@ def _prior(kind: str, title: str, body: str) -> tuple[str, float]:
     for name, weight, core, weak in _CLASSES:
         strong = [m.span() for m in core.finditer(title)]
         light = [m.span() for m in weak.finditer(title)]
-        if not strong and not light:
-            continue
+        if not strong and not light and not dev:
+            continue  # outside developer documents only a heading makes a convention
         if not dev and not (
             name in ("testing", "commits")
             or re.search(r"\b(development|contribut\w*|from source)\b", title, re.I)
