@@ -360,3 +360,20 @@ def test_a_developer_section_whose_body_states_test_rules_is_a_testing_conventio
     assert "**Add or update tests.**" in text
     assert "Be kind in reviews." not in text
     assert "We add or update tests for every release" not in text  # a user page, not a convention
+
+
+def test_a_task_about_documentation_gets_how_the_docs_are_built() -> None:
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Documentation\n\nPreview the docs with `mkdocs serve` and keep one sentence "
+                "per line.\n\n## Releases\n\nMaintainers tag releases.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded half up to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    docs_task = select(docs, "Document how invoices are rounded")
+    assert "mkdocs serve" in _picked_text(docs, docs_task)
+    code_task = select(docs, "Invoices should round half up instead of truncating")
+    assert "mkdocs serve" not in _picked_text(docs, code_task)

@@ -92,7 +92,8 @@ _SYNONYM_GROUPS = (
 # Convention classes: what a heading names when a section says how to test, commit, build or
 # format. Each has core words ("commit message", "running tests") and weak ones ("workflow",
 # "guidelines"), which count half. Longer alternatives first, so a phrase is covered as a whole.
-_CLASSES: tuple[tuple[str, float, re.Pattern[str], re.Pattern[str]], ...] = (
+_Class = tuple[str, float, re.Pattern[str], re.Pattern[str]]
+_CLASSES: tuple[_Class, ...] = (
     (
         "testing",
         0.85,
@@ -129,7 +130,18 @@ _CLASSES: tuple[tuple[str, float, re.Pattern[str], re.Pattern[str]], ...] = (
         ),
         re.compile(r"\b(conventions|guidelines)\b", re.I),
     ),
+    (
+        # Only for a task about documentation (``_DOCS_TASK``): how the docs are built and previewed.
+        "docs",
+        0.6,
+        re.compile(
+            r"\b(documentation|docs|docs? site|writing docs|mkdocs|docusaurus|sphinx|doc previews?)\b", re.I
+        ),
+        re.compile(r"\b(docstrings?|readme)\b", re.I),
+    ),
 )
+# A task that asks for documentation work.
+_DOCS_TASK = re.compile(r"\b(document(s|ed|ing|ation)?|undocumented|docs|readme|docstrings?)\b", re.I)
 # What a section's body says when it is about a class: commands and statements, not one word.
 _CLASS_BODY: dict[str, re.Pattern[str]] = {
     "testing": re.compile(
@@ -148,6 +160,11 @@ _CLASS_BODY: dict[str, re.Pattern[str]] = {
         r"\b(git clone|install (the )?(dependencies|toolchain)|build from source|"
         r"(cargo|go|npm|pnpm|yarn|make|just) (build|install)|virtualenv|venv|uv sync|poetry install|"
         r"pip install -e)\b",
+        re.I,
+    ),
+    "docs": re.compile(
+        r"\b(mkdocs|sphinx|docusaurus|(build|serve|preview)\w* (the )?(docs|documentation)|"
+        r"docs (live|build|preview|server))\b",
         re.I,
     ),
     "style": re.compile(
@@ -548,7 +565,8 @@ def _apply_paths_and_priors(
         for doc in docs
     ]
     kinds = [_file_kind(doc) for doc in docs]
-    priors = {d: _section_priors(doc, kinds[d]) for d, doc in enumerate(docs) if kinds[d]}
+    classes = tuple(c for c in _CLASSES if c[0] != "docs" or _DOCS_TASK.search(task))
+    priors = {d: _section_priors(doc, kinds[d], classes) for d, doc in enumerate(docs) if kinds[d]}
     for n in nodes:
         doc = docs[n.doc]
         sec = doc.smap.sections[n.sec]
@@ -569,13 +587,13 @@ def _apply_paths_and_priors(
         n.score = s
 
 
-def _section_priors(doc: Doc, kind: str) -> list[tuple[str, float]]:
+def _section_priors(doc: Doc, kind: str, classes: Sequence[_Class]) -> list[tuple[str, float]]:
     """Each section's convention class and prior; a subsection of a convention section inherits
     its class, a little weaker at each level ("Testing › Writing tests for X › Best practices"),
     unless its own heading says more."""
     out: list[tuple[str, float]] = []
     for sec in doc.smap.sections:
-        own = _prior(kind, sec.title, _own_body(doc, sec)) if sec.title else ("", 0.0)
+        own = _prior(kind, sec.title, _own_body(doc, sec), classes) if sec.title else ("", 0.0)
         if sec.parent is not None and out[sec.parent][0]:
             name, prior = out[sec.parent]
             if prior * INHERITED > own[1]:
@@ -621,7 +639,7 @@ def _file_kind(doc: Doc) -> str:
     return "readme" if doc.path.lower().rsplit("/", 1)[-1].startswith("readme") else ""
 
 
-def _prior(kind: str, title: str, body: str) -> tuple[str, float]:
+def _prior(kind: str, title: str, body: str, classes: Sequence[_Class] = ()) -> tuple[str, float]:
     """The convention class a section belongs to, and its prior: the class weight times its strength.
 
     Strength is how much of the heading is about the class ("Running the tests": all of it;
@@ -632,7 +650,7 @@ def _prior(kind: str, title: str, body: str) -> tuple[str, float]:
         return "", 0.0
     dev = kind == "dev"
     best, best_strength = ("", 0.0), 0.0
-    for name, weight, core, weak in _CLASSES:
+    for name, weight, core, weak in classes or _CLASSES:
         strong = [m.span() for m in core.finditer(title)]
         light = [m.span() for m in weak.finditer(title)]
         if not strong and not light and not dev:
