@@ -170,3 +170,33 @@ def test_json_report_has_stable_keys_and_the_exact_stop_message() -> None:
         "message",
     }
     assert report["reset_ignored"] == ["clock time without a zone: Try again at 3:42 PM."]
+
+
+def test_a_27_mb_log_is_read_from_its_end_in_bounded_time() -> None:
+    import time
+
+    from gitpilot.quota.classify import SCAN_CHARS
+
+    noise = "".join(f"line {i} of ordinary agent output, nothing to see\n" for i in range(540_000))
+    assert len(noise) > 25 * SCAN_CHARS
+    token = "ghp_" + "Q" * 36
+    cases = {
+        "text": (noise + "You've hit your usage limit · resets 5pm (UTC)\n", "quota"),
+        "json lines": (noise + '{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}\n',
+                       "network"),
+        "one huge line": ("x" * len(noise) + f" {token} Credit balance is too low", "quota"),
+        "a huge json document": (json.dumps({"hook_event_name": "StopFailure", "error": "authentication_failed",
+                                             "last_assistant_message": "y" * len(noise)}, indent=1), "auth"),
+    }
+    for name, (text, kind) in cases.items():
+        started = time.monotonic()
+        verdict = classify(text, NOW)
+        elapsed = time.monotonic() - started
+        assert verdict.kind == kind, name
+        assert elapsed < 8, f"{name}: {elapsed:.1f}s"  # reading all 27 MB line by line took 16-20 s
+        assert token not in verdict.evidence
+    assert classify(noise + "You've hit your usage limit · resets 5pm (UTC)\n", NOW).reset.at == \
+        datetime(2026, 11, 30, 17, 0, tzinfo=UTC)
+    # Only the end is read: a stop printed 2 MB before the end, with nothing after it, is past the window.
+    early = "Credit balance is too low\n" + noise[: 2 * SCAN_CHARS]
+    assert classify(early, NOW).kind == "unknown"

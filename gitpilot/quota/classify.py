@@ -8,6 +8,12 @@ so a tool's output or a user's prompt that happens to say "429" decides nothing;
 are read as text. A later success (``turn.completed``, a result without error, an ordinary
 assistant message) clears what came before it, so a reconnect that recovered is no failure.
 
+Only the end of a long output is read line by line: its last ``SCAN_CHARS`` characters (from
+the first whole line in them). Why a run stopped is printed last, and a success clears what
+came before it anyway; the text rules cost about half a second per megabyte, so reading all
+of a 27 MB log took 20 s. A single pretty-printed JSON document is still parsed whole (JSON
+parsing is fast); of a message longer than that, too, only the end is read.
+
 The kinds, strongest first when one output shows several: quota, auth, refusal, bad_command,
 rate_limit, network, unknown. ``rate_limit`` is a short throttle without a plan-limit message;
 ``quota`` is a plan or credit limit, the only kind whose stated reset time is scheduled on.
@@ -27,6 +33,7 @@ from gitpilot.quota.resets import ResetDecision, StatedReset
 
 KINDS = ("quota", "auth", "refusal", "bad_command", "rate_limit", "network", "unknown")
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
+SCAN_CHARS = 1024 * 1024  # of the output's end, read line by line
 
 NO_RESET_MESSAGE = (
     "quota exhausted; reset time unavailable for automatic scheduling. "
@@ -200,16 +207,16 @@ def classify(text: str, now: datetime, pinned_zone: str | None = None) -> Verdic
     for s in signals:
         if s.kind in ("quota", "rate_limit", None):
             stated.extend(s.structured)
-            found, skipped = resets.find_in_text(s.text, now, pinned_zone)
+            found, skipped = resets.find_in_text(_tail(s.text), now, pinned_zone)
             stated.extend(found)
             ignored.extend(skipped)
     decision = resets.decide(stated, now, sorted(set(ignored)))
-    return Verdict(kind, _one_line(_redact(evidence)), decision, tuple(signals))
+    return Verdict(kind, _one_line(_redact(_tail(evidence))), decision, tuple(signals))
 
 
 def classify_text(text: str) -> str | None:
-    """The kind one message names by its words alone, or None."""
-    text = _NOT_A_PLAN_LIMIT.sub(" ", resets.normalize(text))
+    """The kind one message names by its words alone (the end of a huge one), or None."""
+    text = _NOT_A_PLAN_LIMIT.sub(" ", resets.normalize(_tail(text)))
     for kind, pattern in _TEXT_RULES:
         if pattern.search(text):
             return kind
@@ -240,7 +247,7 @@ def _items(text: str) -> Iterator[object]:
         if whole is not None:  # one pretty-printed JSON document (a hook input, an API body)
             yield from _from_json(whole)
             return
-    for line in text.splitlines():
+    for line in _tail(text).splitlines():
         line = line.strip()
         if not line:
             continue
@@ -251,6 +258,20 @@ def _items(text: str) -> Iterator[object]:
             kind = classify_text(line)
             if kind:
                 yield Signal(kind, line)
+
+
+def _tail(text: str, limit: int = SCAN_CHARS) -> str:
+    """The last ``limit`` characters of ``text``, from the first whole line in them (or, in one
+    huge line, the first whole word: half a word is neither a rule's word nor a credential)."""
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    if text[-limit - 1] == "\n":
+        return tail
+    cut = tail.find("\n")
+    if cut == -1 and not text[-limit - 1].isspace():
+        cut = next((i for i, ch in enumerate(tail[:4096]) if ch.isspace()), -1)
+    return tail[cut + 1 :] if cut != -1 else tail
 
 
 def _load(text: str) -> dict[str, Any] | None:
