@@ -224,3 +224,37 @@ def test_finding_detection_follows_the_real_output_format() -> None:
                           "- [P2] B — /x/b.py:5-7\n  b\n") == 2
     assert round_findings("Mock explanation.\n") == 0
     assert SAMPLES.is_dir()
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[]", b"\xff\xfe", None])
+def test_a_damaged_round_count_grants_no_round(
+        tmp_path: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        body: bytes | None) -> None:
+    repo = repo_with(tmp_path)
+    small(repo)
+    assert "round 1 of 1" in pilot(repo, "codex", "review", monkeypatch=monkeypatch, capsys=capsys).out
+    rounds = repo / ".git" / "pilot" / "review" / "rounds.json"
+    if body is None:  # the file is fine, this branch's entry is not
+        data = json.loads(rounds.read_text())
+        body = json.dumps({key: {"rounds": "none yet"} for key in data}).encode()
+    rounds.write_bytes(body)
+    res = pilot(repo, "codex", "review", monkeypatch=monkeypatch, capsys=capsys)
+    assert res.code == 0, res.err
+    assert "review budget treated as spent:" in res.out and str(rounds) in res.out
+    assert len(reviews(fakes)) == 1  # no second round
+    assert rounds.read_bytes() == body  # left as it was: a fresh file would reset the count
+    data = json.loads(pilot(repo, "codex", "review", "--json", monkeypatch=monkeypatch, capsys=capsys).out)
+    assert data["action"] == "spent" and data["rounds_used"] == 1
+
+
+def test_a_damaged_review_record_of_a_task_grants_no_round(
+        tmp_path: Path, fakes: FakeAgents, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = repo_with(tmp_path, config="[reviewer]\nmax_rounds = 3\n")
+    tid = start_task(repo, monkeypatch)
+    normal(repo)
+    assert pilot(repo, "codex", "review", monkeypatch=monkeypatch, capsys=capsys).code == 0
+    TaskStore(Repo.discover(repo)).write(tid, {"review.json": b'{"rounds": 3}'}, "test: damage")
+    res = pilot(repo, "codex", "review", monkeypatch=monkeypatch, capsys=capsys)
+    assert res.code == 0 and "review budget treated as spent: review.json of task" in res.out
+    assert len(reviews(fakes)) == 1
+    assert task_files(repo, tid)["review.json"] == b'{"rounds": 3}'

@@ -20,6 +20,11 @@ banner, the prompt echo, warnings, and a second copy of the review) goes to a lo
 those bytes are what the ledger records as kept out. Rounds are counted in the task record
 (``state.json``'s ``review_rounds_used``, and ``review.json`` with one entry per round); outside
 a task, per branch and merge base in ``<git common dir>/pilot/review/rounds.json``.
+
+A count that cannot be read never grants rounds: when ``rounds.json`` (or a task's
+``review.json``) is damaged (not JSON, or its rounds not a list of rounds), the budget is
+treated as spent, the report says which file and why, and the file is left as it is (writing
+a fresh one would reset the count). Only a missing file or entry means no round ran yet.
 """
 
 from __future__ import annotations
@@ -92,19 +97,34 @@ def task_of(repo: Repo, ident: str | None) -> str | None:
     return None
 
 
-def _parse_history(data: bytes | None) -> dict[str, Any]:
-    history: dict[str, Any] = {"rounds": [], "skipped_recorded": 0}
-    if data:
-        try:
-            raw = json.loads(data)
-        except ValueError:
-            raw = None
-        if isinstance(raw, dict):
-            if isinstance(raw.get("rounds"), list):
-                history["rounds"] = [r for r in raw["rounds"] if isinstance(r, dict)]
-            if isinstance(raw.get("skipped_recorded"), int):
-                history["skipped_recorded"] = raw["skipped_recorded"]
-    return history
+class DamagedHistory(PilotError):
+    """The rounds already used cannot be read; no round may run on a guess."""
+
+
+def _parse_history(data: bytes | None) -> tuple[dict[str, Any], str | None]:
+    """The history in a stored ``review.json`` (None: none yet), and why it is damaged, if it is."""
+    if data is None:
+        return _history_from({}), None
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return _history_from({}), "not valid JSON"
+    return _checked(raw)
+
+
+def _checked(raw: object) -> tuple[dict[str, Any], str | None]:
+    if not isinstance(raw, dict):
+        return _history_from({}), "not a JSON object"
+    rounds = raw.get("rounds", [])
+    if not isinstance(rounds, list) or not all(isinstance(r, dict) for r in rounds):
+        return _history_from({}), "its 'rounds' is not a list of rounds"
+    return _history_from(raw), None
+
+
+def _history_from(raw: dict[str, Any]) -> dict[str, Any]:
+    skipped = raw.get("skipped_recorded")
+    return {"rounds": list(raw.get("rounds", [])),
+            "skipped_recorded": skipped if isinstance(skipped, int) and not isinstance(skipped, bool) else 0}
 
 
 def _dump(obj: Any) -> bytes:
@@ -118,26 +138,51 @@ class History:
         self.repo, self.tid = repo, tid
         self.key = f"{repo.current_branch() or 'HEAD'}@{budget.base}@{budget.merge_base or '-'}"
         self.local = repo.pilot_dir / "review" / "rounds.json"
+        self.damaged: str | None = None  # where and why the count cannot be read (after read())
 
     def read(self) -> dict[str, Any]:
+        """The history; ``self.damaged`` says when it could not be read (then treat it as spent)."""
         if self.tid is not None:
             from gitpilot.store.tasks import TaskStore
 
-            return _parse_history(TaskStore(self.repo).read_file(self.tid, REVIEW_FILE))
-        return _parse_history(_dump(self._local().get(self.key, {})))
+            history, why = _parse_history(TaskStore(self.repo).read_file(self.tid, REVIEW_FILE))
+            self.damaged = f"{REVIEW_FILE} of task {self.tid[:12]} is damaged ({why})" if why else None
+            return history
+        history, self.damaged = self._local_history()
+        return history
 
-    def _local(self) -> dict[str, Any]:
+    def _local_history(self) -> tuple[dict[str, Any], str | None]:
+        allh, why = self._local()
+        if why is None and self.key in allh:
+            history, bad = _checked(allh[self.key])
+            why = f"its entry for {self.key}: {bad}" if bad else None
+        else:
+            history = _history_from({})
+        return history, (f"{self.local} is damaged ({why})" if why else None)
+
+    def _local(self) -> tuple[dict[str, Any], str | None]:
+        """Every branch's history in the local file, and why the file is damaged, if it is."""
         try:
-            data = json.loads(self.local.read_text("utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+            data = self.local.read_bytes()
+        except FileNotFoundError:
+            return {}, None
+        except OSError as exc:
+            return {}, f"cannot be read: {exc.strerror or exc}"
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except ValueError:
+            return {}, "not valid JSON"
+        return (raw, None) if isinstance(raw, dict) else ({}, "not a JSON object")
 
     def update(self, change: Any, message: str) -> dict[str, Any]:
-        """Apply ``change(history)``; in a task, ``review_rounds_used`` lands in the same commit."""
+        """Apply ``change(history)``; in a task, ``review_rounds_used`` lands in the same commit.
+
+        A damaged history is never overwritten (a fresh one would reset the count): DamagedHistory."""
         if self.tid is None:
-            allh = self._local()
-            history = _parse_history(_dump(allh.get(self.key, {})))
+            allh, _ = self._local()
+            history, damaged = self._local_history()
+            if damaged:
+                raise DamagedHistory(f"{damaged}; not overwritten")
             change(history)
             allh[self.key] = history
             self.local.parent.mkdir(parents=True, exist_ok=True)
@@ -149,9 +194,12 @@ class History:
         from gitpilot.tasks.state import STATE_FILE, parse_state, state_bytes
 
         result: dict[str, Any] = {}
+        tid = self.tid
 
         def apply(files: dict[str, bytes]) -> dict[str, bytes | None]:
-            history = _parse_history(files.get(REVIEW_FILE))
+            history, why = _parse_history(files.get(REVIEW_FILE))
+            if why:
+                raise DamagedHistory(f"{REVIEW_FILE} of task {tid[:12]} is damaged ({why}); not overwritten")
             change(history)
             state = parse_state(files.get(STATE_FILE))
             state["review_rounds_used"] = len(history["rounds"])
@@ -173,11 +221,18 @@ def review(repo: Repo, base: str | None = None, task: str | None = None) -> Revi
     rounds = history["rounds"]
     used = len(rounds)
     report = ReviewReport("ran", budget, tid, used)
+    if hist.damaged and budget.rounds > 0:
+        report.action = "spent"
+        report.rounds_used = budget.rounds
+        report.lines.append(f"review budget treated as spent: {hist.damaged}, so the rounds already used "
+                            f"are unknown; no further Codex review for this {budget.cls} change "
+                            "(the file was left as it is; repair it to review again)")
+        return report
     if budget.rounds == 0:
         report.action = "no-review"
         report.lines.append(f"no review round: {budget.cls} change against {budget.base} "
                             f"({budget.reasons[-2] if len(budget.reasons) > 1 else budget.reasons[0]})")
-        if budget.cls != "empty":  # nothing changed: no round would have run anyway, nothing saved
+        if budget.cls != "empty" and not hist.damaged:  # nothing changed: no round would have run anyway, nothing saved
             _record_skipped(repo, hist, tid, budget, used, history)
         return report
     last = rounds[-1] if rounds else None
