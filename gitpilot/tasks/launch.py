@@ -6,6 +6,12 @@ environment carries ``GIT_PILOT_TASK=<task id>`` (the checks engine files logs u
 none of a calling hook's ``GIT_DIR``-style variables. A session process started in the
 foreground is registered in ``<git common dir>/pilot/run/<task>.json`` while it runs, so a
 second ``run``/``resume`` of the same task never starts a copy and ``stop`` can end it.
+
+Ctrl-C: an interactive session owns the terminal and reads Ctrl-C itself (Claude Code uses it
+to cancel a turn), so git pilot ignores SIGINT while it waits for that session and records how
+it ended when it exits. A session whose output git pilot captures is ended with it: the
+process is terminated (killed after ``STOP_GRACE`` seconds) and the interrupt goes on to the
+caller, which records the task as stopped.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from gitpilot.repo import Repo
 from gitpilot.tasks.session import launch_entry, update_session
 
 LIST_TIMEOUT = 60.0
+STOP_GRACE = 5.0
 
 
 def now_iso() -> str:
@@ -62,9 +69,11 @@ def execute(repo: Repo, tid: str, adapter: Adapter, inv: Invocation, what: str,
         if inv.mode == "interactive":
             proc = subprocess.Popen(list(inv.argv), cwd=cwd, env=env)
             _register(repo, tid, proc.pid, inv)
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the session reads Ctrl-C itself
             try:
                 code = proc.wait()
             finally:
+                signal.signal(signal.SIGINT, previous)
                 _unregister(repo, tid, proc.pid)
             return Finished(adapter.outcome(inv, code, "", ""), "", "")
         proc = subprocess.Popen(list(inv.argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -75,12 +84,30 @@ def execute(repo: Repo, tid: str, adapter: Adapter, inv: Invocation, what: str,
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
+        except KeyboardInterrupt:
+            _end(proc)
+            raise
         finally:
             _unregister(repo, tid, proc.pid)
     except OSError as exc:
         raise PilotError(f"cannot run {inv.argv[0]}: {exc.strerror or exc}") from exc
     stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     return Finished(adapter.outcome(inv, proc.returncode, stdout, stderr), stdout, stderr)
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate ``proc`` (interrupted by Ctrl-C), killing it if it outlives STOP_GRACE seconds."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not orphan it
+    try:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def list_live(repo: Repo, tid: str, adapter: Adapter, features: Features) -> list[LiveSession] | None:

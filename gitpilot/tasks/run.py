@@ -292,7 +292,11 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
 
     update_session(ctx.repo, ctx.tid, opening, f"pilot: {what} starts ({agent}, {inv.mode})")
     ctx.notify(f"starting {agent} ({inv.mode}) for task {ctx.tid[:12]}")
-    done = L.execute(ctx.repo, ctx.tid, ctx.adapter, inv, what)
+    try:
+        done = L.execute(ctx.repo, ctx.tid, ctx.adapter, inv, what)
+    except KeyboardInterrupt:
+        _interrupted(ctx)
+        raise
     _account(ctx)
     outcome = done.outcome
     report.exit_code = outcome.exit_code
@@ -307,13 +311,41 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
                can_retry=bool(sid) and retry_mode is not None):
         assert sid is not None and retry_mode is not None
         ctx.retried = True
-        time.sleep(_retry_pause())
+        try:
+            time.sleep(_retry_pause())
+        except KeyboardInterrupt:
+            _interrupted(ctx)
+            raise
         again = ctx.adapter.resume(sid, P.continuation(ctx.tid, "The rate limit has passed."), retry_mode,
                                    ctx.features, P.ALLOWED_TOOLS)
         if again is not None:
             report.command = again.shell()
             return _start(ctx, again, report, None, task_file=None, forked_from=sid, what="retry")
     return report
+
+
+def _interrupted(ctx: _Ctx) -> None:
+    """Ctrl-C while the session ran (or waited to retry): the task is recorded as stopped, the
+    session entry as ended by an interrupt (exit 130, no failure), so ``status`` never shows a
+    task ``working`` that nothing works on. The interrupt then goes on (exit 130)."""
+    import signal
+
+    ended = L.now_iso()
+
+    def record(rec: dict[str, Any], state: dict[str, Any]) -> None:
+        entry = current(rec)
+        if entry is not None and entry.get("exit") is None:
+            entry["exit"], entry["failure"], entry["ended"], entry["interrupted"] = 130, None, ended, True
+        if state.get("status") == "working":
+            state["status"] = "stopped"
+        state["updated"] = ended
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the record
+    try:
+        update_session(ctx.repo, ctx.tid, record, "pilot: interrupted (Ctrl-C); task stopped")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    ctx.notify(f"task {ctx.tid[:12]} stopped (interrupted); continue it with git pilot resume {ctx.tid[:12]}")
 
 
 def _account(ctx: _Ctx) -> None:
