@@ -109,3 +109,29 @@ def test_the_budget_a_promoted_nested_file_held_is_refilled(tmp_path: Path) -> N
     relevant = _part(res.text, "## Relevant sections", "## Left out")
     assert "Arrow keys in the popup move the highlighted field" in relevant
     assert "The field picker popup opens with Ctrl+Space" in relevant
+
+
+def test_a_small_context_is_shown_whole_when_that_costs_no_more_than_a_selection(tmp_path: Path) -> None:
+    files = {
+        "CLAUDE.md": "# Working on calc\n\n- Run the tests before you say a change is done.\n",
+        "README.md": "# calc\n\nA tiny calculator.\n\n## Development\n\nRun the tests with `python3 tests/run.py`.\n",
+        "docs/arithmetic.md": "# Arithmetic\n\n## Division\n\n`divide(a, b)` raises `ZeroDivisionError` when `b` "
+        "is zero.\n\n## Addition\n\n`add(a, b)` adds two integers.\n",
+    }
+    res = build_capsule(
+        Repo.discover(make_repo(tmp_path / "repo", files)), "Add a modulo function to calc.py"
+    )
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    assert files["README.md"] in relevant and files["docs/arithmetic.md"] in relevant
+    assert "`docs/arithmetic.md` § Arithmetic\nlines 1-9 · sha256 " in relevant  # still labelled
+    assert "Nothing: every context file is in full above." in res.text
+    assert res.manifest["left_out"] == []
+
+
+def test_a_larger_context_is_still_a_selection(tmp_path: Path) -> None:
+    files = {"AGENTS.md": "# Guide\n\nKeep diffs small.\n", **_filler()}
+    files["docs/arithmetic.md"] = "# Arithmetic\n\n## Division\n\n`divide(a, b)` raises on zero.\n"
+    res = build_capsule(Repo.discover(make_repo(tmp_path / "repo", files)), "Division by zero should raise")
+    assert "Paragraph 3 of page 7" not in res.text
+    assert "`divide(a, b)` raises on zero." in res.text
+    assert "every context file is in full" not in res.text

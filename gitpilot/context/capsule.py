@@ -188,8 +188,39 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
         if not any(n == name for n, _ in skipped):
             skipped.append((name, "ignored by git: not read"))
     text = _render(state, repo, srcs, files, instr, aliases, mandatory, relevant, sel, withheld, skipped)
+    every = _everything(docs, files, sel, shown, withheld, len(text.encode("utf-8")))
+    if every is not None:
+        full = _render(state, repo, srcs, files, instr, aliases, mandatory, every[0], every[2], every[1], skipped)
+        if len(full.encode("utf-8")) <= len(text.encode("utf-8")):
+            # The whole context costs no more than a selection from it: every file in full.
+            (relevant, withheld, sel), text = every, full
     manifest = _manifest(state, srcs, files, instr, mandatory, relevant, sel, withheld, skipped, text)
     return _write(repo, state, text, manifest)
+
+
+def _everything(
+    docs: Sequence[Any],
+    files: _Files,
+    sel: Any,
+    shown: Mapping[str, Sequence[tuple[int, int]]],
+    withheld: Sequence[_Piece],
+    capsule_bytes: int,
+) -> tuple[list[_Piece], list[_Piece], Any] | None:
+    """Every candidate file in full (minus what is shown already), nothing left out: the capsule
+    for a repository whose whole context is small (a selection and its left-out list can cost
+    more than the files). Files with chosen excerpts come first, in the selection's order."""
+    from dataclasses import replace
+
+    if sum(len(files.texts[d.path].encode("utf-8")) for d in docs) > capsule_bytes:
+        return None  # the files alone exceed the selective capsule
+    order: dict[str, int] = {}
+    for i, pick in enumerate(sel.picks):
+        order.setdefault(pick.path, i)
+    paths = sorted((d.path for d in docs), key=lambda p: (order.get(p, len(order)), p))
+    seen = {k: list(v) for k, v in shown.items()}
+    held = list(withheld)
+    pieces = [pc for p in paths for pc in _whole(p, files, "", "context file, in full", seen, held)]
+    return pieces, held, replace(sel, picks=[], left_out=[], left_out_total=0, complete=True)
 
 
 def _copies(
@@ -800,6 +831,8 @@ def _left_out_section(
                 f"- … and {more} more matching sections, listed in `{state.json_name}` (`left_out`)\n"
             )
         parts.append("\n")
+    elif getattr(sel, "complete", False):
+        parts.append("Nothing: every context file is in full above.\n\n")
     else:
         parts.append("No other section matched the task.\n\n")
     if withheld:

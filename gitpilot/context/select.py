@@ -250,6 +250,7 @@ class Selection:
     query_terms: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
     best: float = 0.0  # the best score of a section that can be shown
+    complete: bool = False  # every candidate file is shown in full: nothing was left out
 
 
 @dataclass
