@@ -210,3 +210,23 @@ def test_a_nested_instruction_file_applies_to_the_area_of_the_best_docs(tmp_path
     mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
     assert "Query the DOM by role in tests." in mandatory
     assert "Never allocate in the lexer." not in res.text
+
+
+def test_the_left_out_list_names_a_place_once(tmp_path: Path) -> None:
+    toml = TOML + "\n[leanloop.context]\nmax_excerpt_bytes = 200\n"
+    extra = {
+        ".gitpilot.toml": toml,
+        "docs/backoff.md": "# Backoff\n\nRetry backoff doubles after each failed retry attempt.\n\n## Cap\n\n"
+        "Retry backoff is capped at 60 s for every retry.\n\n## Jitter\n\nRetry backoff adds jitter to each retry.\n",
+    }
+    extra.update(
+        {f"docs/p{i}.md": f"# Page {i}\n\n" + "Colours and fonts of the dashboard.\n" * 30 for i in range(30)}
+    )
+    res = build_capsule(_repo(tmp_path, extra), "Retry backoff should be capped lower")
+    listed = [
+        ln for ln in res.text.split("## Left out", 1)[1].splitlines() if ln.startswith("- `docs/backoff.md`")
+    ]
+    assert listed and len(listed) == 1  # "Backoff 1-11" holds "Backoff › Jitter 9-11": named once
+    assert (
+        len([x for x in res.manifest["left_out"] if x["path"] == "docs/backoff.md"]) == 2
+    )  # all in the manifest

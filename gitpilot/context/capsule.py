@@ -819,7 +819,7 @@ def _left_out_section(
     parts = ["## Left out\n\n"]
     # Near misses only: a section far below the cut is noise here (the manifest lists them all).
     floor = LEFT_OUT_FLOOR * sel.best
-    shown = [x for x in sel.left_out if x.score >= floor][:LEFT_OUT_SHOWN]
+    shown = _nested_once([x for x in sel.left_out if x.score >= floor])[:LEFT_OUT_SHOWN]
     if shown:
         parts.append("The closest sections not included (open one if you need it):\n\n")
         parts += [
@@ -844,6 +844,19 @@ def _left_out_section(
         parts += [f"- `{p}`: {why}\n" for p, why in sorted(set(skipped))]
         parts.append("\n")
     return "".join(parts)
+
+
+def _nested_once(entries: Sequence[Any]) -> list[Any]:
+    """The entries minus those inside, or around, a better one of the same file: a file's whole
+    range and each of its subsections are one place to look, named once."""
+    out: list[Any] = []
+    for x in entries:
+        if not any(
+            y.path == x.path and (y.start <= x.start <= x.end <= y.end or x.start <= y.start <= y.end <= x.end)
+            for y in out
+        ):
+            out.append(x)
+    return out
 
 
 # --- manifest and files -----------------------------------------------------------------------
