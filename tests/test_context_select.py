@@ -377,3 +377,22 @@ def test_a_task_about_documentation_gets_how_the_docs_are_built() -> None:
     assert "mkdocs serve" in _picked_text(docs, docs_task)
     code_task = select(docs, "Invoices should round half up instead of truncating")
     assert "mkdocs serve" not in _picked_text(docs, code_task)
+
+
+def test_the_reference_entry_of_an_option_the_best_section_names_is_chosen() -> None:
+    files = {
+        "docs/guides/memory.md": (
+            "# Memory use\n\n## When the server runs out of memory\n\nThe server keeps recent pages in memory "
+            "and evicts the oldest once `cache.max_entries` is reached; a busy server runs out of memory "
+            "when that limit is too high.\n"
+        ),
+        "docs/reference/settings.md": (
+            "# Settings\n\n## `cache.max_entries`\n\n**Default:** `50000`.\n\n## `cache.ttl`\n\n**Default:** `300`.\n"
+        ),
+    }
+    files.update({f"docs/p{i}.md": f"# Page {i}\n\nThe server renders page {i}.\n" for i in range(6)})
+    sel = select(_docs(files), "Our server runs out of memory after a day of traffic")
+    text = _picked_text(_docs(files), sel)
+    assert "**Default:** `50000`." in text
+    assert "**Default:** `300`." not in text
+    assert any("defines `cache.max_entries`" in s for p in sel.picks for s in p.signals)

@@ -55,6 +55,8 @@ FEEDBACK_SECTIONS = 3  # pseudo-relevance feedback: how many top sections lend w
 FEEDBACK_TERMS = 8
 FEEDBACK_WEIGHT = 0.3
 FEEDBACK_MAX_DF = 0.05  # a lent word must be rarer than this share of sections
+FOLLOW_FROM = 3  # the best sections whose named identifiers lead to their reference entries
+FOLLOW_SHARE = 0.5  # of the naming section's score
 LEFT_OUT_LISTED = 20
 MANIFEST_LEFT_OUT = 400
 
@@ -421,8 +423,44 @@ def score(
         _count_terms(nodes, counted, set(expansion))
         weights.update(expansion)
         live, idf = _bm25_all(docs, nodes, weights)
+    _follow_definitions(docs, nodes)
     _apply_paths_and_priors(docs, nodes, task, ids, weights)
     return nodes, _Query(live, idf, ids, id_terms)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]{3,100})`")
+_IDENT_LIKE = re.compile(r"^[\w.:/@-]*([._:/-]|[a-z][A-Z])[\w.:/@-]*$")  # dotted, snake, camel, path, flag
+
+
+def _follow_definitions(docs: Sequence[Doc], nodes: list[_Node]) -> None:
+    """The reference entry of an identifier the best sections name: `worker.shutdown_timeout` in
+    the section that matches best, and a section headed `worker.shutdown_timeout` elsewhere (where
+    its default and meaning are), which the task's words alone do not reach."""
+    top = heapq.nlargest(FOLLOW_FROM, range(len(nodes)), key=lambda i: (nodes[i].own_score, -i))
+    named: dict[str, tuple[float, str]] = {}
+    for i in top:
+        n = nodes[i]
+        if n.own_score <= 0:
+            continue
+        doc = docs[n.doc]
+        for m in _CODE_SPAN.finditer(_own_body(doc, doc.smap.sections[n.sec])):
+            ident = m.group(1).strip()
+            if _IDENT_LIKE.match(ident):
+                named.setdefault(ident.lower(), (n.own_score, doc.path))
+    if not named:
+        return
+    sources = {(nodes[i].doc, nodes[i].sec) for i in top}
+    for n in nodes:
+        title = docs[n.doc].smap.sections[n.sec].title
+        if (n.doc, n.sec) in sources or not title:
+            continue
+        spans = [m.group(1).strip().lower() for m in _CODE_SPAN.finditer(title)] or [title.strip().lower()]
+        for ident in spans:
+            hit = named.get(ident)
+            if hit is not None and docs[n.doc].path != hit[1]:
+                n.base = max(n.base, FOLLOW_SHARE * hit[0])
+                n.signals.append(f"defines `{ident}`, named in {hit[1]}")
+                break
 
 
 def _bm25_all(
