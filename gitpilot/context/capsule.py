@@ -5,7 +5,11 @@ agent's memory files listed by path and hash; the instruction files in full; the
 sections (keyword-headed sections of rule files, ``always_include`` entries, ``pilot:always``
 blocks, nested instruction files for the paths the task names); the relevant sections chosen
 by ``select``; and what was left out, withheld or skipped. Every excerpt is the exact source
-text with its path, heading, line range, sha256 and the signals that chose it.
+text with its path, heading, line range, sha256 and the signals that chose it. A file that
+repeats another (a symlink, an ``@import``-only file, the same blob) is never a candidate
+itself; a nested instruction file is taken whole when the best matches are about its directory,
+and the budget its sections held is chosen again; when every candidate file in full costs no
+more than the selection, the capsule holds them all and leaves nothing out.
 
 The capsule and its manifest go to ``<git dir>/pilot/capsule-<task>.md`` / ``.json`` and to the
 task record ``refs/pilot/tasks/<task>``. ``warm.try_reuse`` serves an unchanged capsule without
@@ -190,7 +194,9 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     text = _render(state, repo, srcs, files, instr, aliases, mandatory, relevant, sel, withheld, skipped)
     every = _everything(docs, files, sel, shown, withheld, len(text.encode("utf-8")))
     if every is not None:
-        full = _render(state, repo, srcs, files, instr, aliases, mandatory, every[0], every[2], every[1], skipped)
+        full = _render(
+            state, repo, srcs, files, instr, aliases, mandatory, every[0], every[2], every[1], skipped
+        )
         if len(full.encode("utf-8")) <= len(text.encode("utf-8")):
             # The whole context costs no more than a selection from it: every file in full.
             (relevant, withheld, sel), text = every, full
@@ -852,7 +858,8 @@ def _nested_once(entries: Sequence[Any]) -> list[Any]:
     out: list[Any] = []
     for x in entries:
         if not any(
-            y.path == x.path and (y.start <= x.start <= x.end <= y.end or x.start <= y.start <= y.end <= x.end)
+            y.path == x.path
+            and (y.start <= x.start <= x.end <= y.end or x.start <= y.start <= y.end <= x.end)
             for y in out
         ):
             out.append(x)

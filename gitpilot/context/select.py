@@ -5,16 +5,23 @@ Signals, all deterministic:
   whole subtree, so a parent whose substance sits in its subsections still scores;
 - the identifiers the task names (backticked names, CamelCase, snake_case, ``call()``, paths,
   flags, numbered references), found verbatim, as strong pseudo-terms;
+- pseudo-relevance feedback (rare words of the best sections) and the reference entries of the
+  identifiers the best sections name (a section headed `worker.shutdown_timeout`);
 - files whose path matches a path, directory or module the task names;
-- structural priors for what real tasks need but never name: how to run the tests, commit and
-  pull-request conventions, build/setup/development and style sections of rule files and of
-  developer-facing documents;
+- structural priors for what real tasks need but never name: how to run and write the tests,
+  commit and pull-request conventions, build/setup/development and style sections of rule files
+  and developer documents (and, for a task about documentation, how the docs are built). A
+  section's prior is its class weight times its strength: how much of its heading is about the
+  class, the body breaking ties (or, in a developer document, stating the rules itself); a
+  subsection inherits its convention parent's class, a little weaker;
 - a damping of changelogs and release notes unless the task is about them.
 
 Sections within ``RELATIVE_CUT`` of the best score are taken greedily, best first, up to the
-excerpt budget; no single excerpt above ``max_section_bytes``; a parent is taken whole when its
-subsections are all relevant (or its substance is spread over them), otherwise only the
-subsections that matter. Cuts always fall on section boundaries.
+excerpt budget; conventions chosen by a prior alone take at most ``PRIOR_PER_CLASS`` slots a
+class and ``PRIOR_SHARE`` of the budget; no single excerpt above ``max_section_bytes`` (a
+convention section too big gives its first subsections instead); a parent is taken whole when
+its subsections are all relevant (or its substance is spread over them), otherwise only the
+subsections that matter; a heading alone is never an excerpt. Cuts fall on section boundaries.
 """
 
 from __future__ import annotations
