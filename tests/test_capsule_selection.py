@@ -135,3 +135,35 @@ def test_a_larger_context_is_still_a_selection(tmp_path: Path) -> None:
     assert "Paragraph 3 of page 7" not in res.text
     assert "`divide(a, b)` raises on zero." in res.text
     assert "every context file is in full" not in res.text
+
+
+def test_identical_nested_rule_files_each_govern_their_own_directory(tmp_path: Path) -> None:
+    rules = "# Package rules\n\nNever import from a sibling package.\n"
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "packages/alpha/AGENTS.md": rules,
+        "packages/beta/AGENTS.md": rules,
+        "packages/beta/main.py": "x = 1\n",
+        **_filler(),
+    }
+    res = build_capsule(
+        Repo.discover(make_repo(tmp_path / "repo", files)), "Fix the crash in packages/beta/main.py"
+    )
+    assert "`packages/beta/AGENTS.md`" in _mandatory(res.text)
+    assert res.text.count("Never import from a sibling package.") == 1
+
+
+def test_a_nested_link_or_import_beside_its_rule_file_is_not_shown_again(tmp_path: Path) -> None:
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "docs/widgets/popup.md": "# Popup\n\nThe field picker popup opens with Ctrl+Space.\n",
+        "packages/widgets/AGENTS.md": "# Widgets\n\nQuery the DOM by role in tests.\n",
+        "packages/widgets/CLAUDE.md": "@AGENTS.md\n",
+        **_filler(),
+    }
+    res = build_capsule(
+        Repo.discover(make_repo(tmp_path / "repo", files)), "The field picker popup ignores Esc"
+    )
+    mandatory = _mandatory(res.text)
+    assert "Query the DOM by role in tests." in mandatory
+    assert "`packages/widgets/CLAUDE.md`" not in res.text.split("## Left out")[0]

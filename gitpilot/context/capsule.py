@@ -37,6 +37,7 @@ MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
 LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
 AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
+_NO_SRC = S.Source("", set(), "")
 _SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
 
@@ -156,7 +157,10 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     docs = [
         Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles), nested=("nested" in s.roles))
         for p, s in srcs.items()
-        if p in files.maps and _candidate(s) and p not in copies
+        if p in files.maps
+        and _candidate(s)
+        and p not in copies
+        and not _repeats_shown(p, srcs, files, shown, copies)
     ]
     ranking = Ranking(docs, task_text, shown)
     sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes)
@@ -559,10 +563,8 @@ def _nested(
     for path, src in srcs.items():
         if "nested" not in src.roles or path not in files.maps or src.status in _SKIP_STATUSES:
             continue
-        original = copies.get(path)
-        orig = srcs.get(original) if original is not None else None
-        if original is not None and (original in shown or (orig is not None and "nested" in orig.roles)):
-            continue  # the original is shown, or applies on its own
+        if _repeats_shown(path, srcs, files, shown, copies):
+            continue
         directory = path.rsplit("/", 1)[0]
         base = directory.rsplit("/", 1)[-1]
         by_word = len(base) >= 3 and re.search(
@@ -573,6 +575,36 @@ def _nested(
             why = f"nested instruction file for `{directory}/`, which the task names"
             out += _whole(path, files, "", why, shown, withheld)
     return out
+
+
+def _repeats_shown(
+    path: str,
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    shown: Mapping[str, Sequence[tuple[int, int]]],
+    copies: Mapping[str, str],
+) -> bool:
+    """Whether the text of ``path`` is shown in full already under another path (the file it
+    repeats, or one with the same blob), or is a link or import of a file beside it (which
+    applies on its own). A copy that governs another directory is still shown when it applies
+    and its original is not."""
+    if (
+        path in copies
+        and _dir(copies[path]) == _dir(path)
+        and "nested" in srcs.get(copies[path], _NO_SRC).roles
+    ):
+        return True
+    blob = srcs[path].blob
+    for other, ranges in shown.items():
+        if (
+            other == path
+            or other not in srcs
+            or not (other == copies.get(path) or (blob and srcs[other].blob == blob))
+        ):
+            continue
+        if any(a <= 1 and b >= len(files.lines.get(other, ())) for a, b in ranges):
+            return True
+    return False
 
 
 def _dir(path: str) -> str:
@@ -596,9 +628,13 @@ def _matching_nested(
     from gitpilot.context.text import tokens
 
     area = _area_words(srcs, files, sel)
-    out = []
+    out: list[str] = []
     for path, src in srcs.items():
-        if "nested" not in src.roles or path not in files.maps or path in shown or path in copies:
+        if "nested" not in src.roles or path not in files.maps or path in shown:
+            continue
+        if _repeats_shown(path, srcs, files, shown, copies) or any(
+            srcs[p].blob == src.blob for p in out if src.blob
+        ):
             continue
         base = _dir(path).rsplit("/", 1)[-1]
         words = set(tokens(base.replace("-", " ").replace("_", " ")))
