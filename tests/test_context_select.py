@@ -396,3 +396,21 @@ def test_the_reference_entry_of_an_option_the_best_section_names_is_chosen() -> 
     assert "**Default:** `50000`." in text
     assert "**Default:** `300`." not in text
     assert any("defines `cache.max_entries`" in s for p in sel.picks for s in p.signals)
+
+
+def test_a_nested_rule_files_sections_are_weaker_candidates_and_never_conventions() -> None:
+    docs = [
+        Doc(p, parse(t), split_lines(t), rule=p.endswith("AGENTS.md"), nested=p.startswith("packages/"))
+        for p, t in {
+            "packages/charts/AGENTS.md": (
+                "# Charts\n\n## Feature flags\n\nChart flags are read with `useFlag()`.\n\n"
+                "## Testing\n\nRun `pnpm --dir packages/charts test` for chart changes.\n"
+            ),
+            "docs/admin/flags.md": "# Feature flags\n\nAn admin turns a feature flag on for a workspace.\n",
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        }.items()
+    ]
+    sel = select(docs, "Put the export button behind a feature flag")
+    assert sel.picks[0].path == "docs/admin/flags.md"
+    other = select(docs, "Invoices should round half up instead of truncating")
+    assert "pnpm --dir packages/charts test" not in _picked_text(docs, other)

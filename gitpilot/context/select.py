@@ -623,6 +623,8 @@ def _apply_paths_and_priors(
             n.signals.append(f"path {kind}")
         if damped[n.doc]:
             s *= 0.4
+        if doc.nested:
+            s *= 0.5  # rules for another directory than the task's (else the whole file is shown)
         prior_class, prior = priors[n.doc][n.sec] if n.doc in priors else ("", 0.0)
         if prior_class:
             via_prior = prior * ref + 0.25 * s
@@ -679,7 +681,12 @@ def _path_match(path: str, named: Sequence[str]) -> tuple[str, float]:
 
 
 def _file_kind(doc: Doc) -> str:
-    """ "dev" for rule files and developer-facing documents, "readme" for READMEs, else ""."""
+    """ "dev" for rule files and developer-facing documents, "readme" for READMEs, else "".
+
+    A nested instruction file's conventions are its directory's: never conventions for the task
+    (when the task is in that directory, the whole file is shown)."""
+    if doc.nested:
+        return ""
     if doc.rule or _DEV_FILE.search(doc.path):
         return "dev"
     return "readme" if doc.path.lower().rsplit("/", 1)[-1].startswith("readme") else ""
