@@ -196,9 +196,9 @@ def write_stamp(
 
     names = sorted(set(sources) | set(probes) | set(CONFIG_PROBES))
     digest, racy = sigs_digest(os.path.realpath(root), names, racy_after=started_ns - RACY_NS)
+    # git replaces the index through a lock file and a rename, never in place: any rewrite
+    # gives it a new inode, so its signature needs no racy window.
     index = list(index_sig)
-    if index and index[1] >= started_ns - RACY_NS:
-        index = RACY  # an index written in the racy window: the next run checks in full
     body = {
         "format": STAMP_FORMAT,
         "version": __version__,
