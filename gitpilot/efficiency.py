@@ -74,14 +74,9 @@ def append_line(path: Path, line: bytes) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            # A writer killed mid-line left no newline: end that line first, or this event
-            # would be glued to it and lost with it.
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view):]
+            from gitpilot.fileio import append_whole_line
+
+            append_whole_line(fd, line)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:

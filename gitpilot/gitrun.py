@@ -13,20 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gitpilot.errors import PilotError
-
-# Variables that say *which* repository, index or object store git works on. A hook
-# inherits them from the git process that fired it.
-_REPO_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_QUARANTINE_PATH",
-)
+from gitpilot.gitenv import REPO_LOCATION_VARS as _REPO_LOCATION_VARS
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

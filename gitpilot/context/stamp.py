@@ -22,6 +22,8 @@ from __future__ import annotations
 import marshal
 import os
 
+from gitpilot.gitenv import REPO_LOCATION_VARS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -34,19 +36,8 @@ CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
 # was read may change again without its signature changing.
 RACY_NS = 2_000_000_000
 RACY = [-1]  # the signature recorded for such a file: never equal to a real one ([] is "missing")
-# Variables that point git at another repository, index or object store (a calling hook's):
-# with any of them set the express path steps aside for the full one.
-_ENV_BLOCKERS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_QUARANTINE_PATH",
-)
+# With a calling hook's repository variables set, the express path steps aside for the full one.
+_ENV_BLOCKERS = REPO_LOCATION_VARS
 
 
 class Hit:

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from gitpilot.fileio import append_whole_line
+
 
 @contextmanager
 def locked(path: str) -> Iterator[None]:
@@ -66,12 +68,7 @@ def append_line(path: str, record: dict[str, Any]) -> None:
     with locked(path):
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            append_whole_line(fd, data)
         finally:
             os.close(fd)
 
