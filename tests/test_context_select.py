@@ -414,3 +414,19 @@ def test_a_nested_rule_files_sections_are_weaker_candidates_and_never_convention
     assert sel.picks[0].path == "docs/admin/flags.md"
     other = select(docs, "Invoices should round half up instead of truncating")
     assert "pnpm --dir packages/charts test" not in _picked_text(docs, other)
+
+
+def test_a_guide_under_a_dev_directory_is_a_developer_document_but_a_user_guide_is_not() -> None:
+    ci = "## CI\n\nCI runs `cargo test`; set `RUN_SLOW_TESTS=1` locally too, and make sure the tests pass.\n"
+    user = "## Before you publish\n\nRun your site's checks with `npm test`; make sure the tests pass.\n"
+    docs = _docs(
+        {
+            "docs/dev/README.md": "# Contributor quick start\n\n" + ci,
+            "docs/user-guide/development.md": "# Developing your site\n\n" + user,
+            "docs/dev/usage.md": "# Using the dev server\n\n" + user.replace("npm test", "yarn test"),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        }
+    )
+    text = _picked_text(docs, select(docs, "Invoices should round half up instead of truncating"))
+    assert "RUN_SLOW_TESTS=1" in text  # how to run the tests, from the developer guide
+    assert "npm test" not in text and "yarn test" not in text  # end-user pages about their own sites

@@ -194,11 +194,23 @@ INHERITED = 0.8  # a subsection's share of its convention parent's prior
 # file name about pull requests, commits or code review (``create-pull-request.md``).
 # Not "testing": ``testing-dependencies.md`` in a user guide tells users how to test their app.
 _DEV_FILE = re.compile(
-    r"(^|/)(contribut(e|ing|ions?)|development|developing|hacking|dev[-_]?(guide|docs|setup|environment)|"
+    r"(^|/)(contribut(e|ing|ions?)|dev[-_]?(guide|docs|setup|environment)|developers?[-_]?(guide|docs|notes)|"
     r"maintainers?|conventions|(code[-_]?)?style[-_]?guide|code[-_]?style)([-_./]|$)"
     r"|(^|/)(\.github|\.claude/skills|\.agents/skills|\.cursor/rules)/"
     r"|(^|[/_-])(pull[-_]?requests?|merge[-_]?requests?|commit[-_]?(messages?|conventions?|guidelines?)|"
     r"committing|code[-_]?reviews?)([-_.][^/]*)?$",
+    re.I,
+)
+# A directory or file named for work on the project itself (``docs/dev/``, ``docs/development/``,
+# ``HACKING.md``, ``internals.md``): a developer document unless its path is about end-user usage
+# (``_USER_DIR`` above that part, ``_USER_NAME`` in the file name).
+_DEV_PART = re.compile(
+    r"(^|/)((development|developing|hacking)([-_./]|$)|(dev|developers?|internals)(/|\.[^/]*$))", re.I
+)
+_USER_NAME = r"users?|usage|end[-_]?users?"
+_USER_NAME_RX = re.compile(rf"(^|[-_.])({_USER_NAME})([-_.]|$)", re.I)
+_USER_DIR_RX = re.compile(
+    rf"(^|[/_.-])({_USER_NAME}|tutorials?|getting[-_]?started|how[-_]?tos?|cookbooks?)([/_.-]|$)|(^|/)guides?/",
     re.I,
 )
 _CHANGELOG = re.compile(
@@ -687,9 +699,19 @@ def _file_kind(doc: Doc) -> str:
     (when the task is in that directory, the whole file is shown)."""
     if doc.nested:
         return ""
-    if doc.rule or _DEV_FILE.search(doc.path):
+    if doc.rule or _DEV_FILE.search(doc.path) or _dev_by_name(doc.path):
         return "dev"
     return "readme" if doc.path.lower().rsplit("/", 1)[-1].startswith("readme") else ""
+
+
+def _dev_by_name(path: str) -> bool:
+    """A path under (or a file named) ``dev``, ``development``, ``hacking``, ``internals``..., not
+    about end-user usage: ``docs/user-guide/development.md`` and ``docs/dev/usage.md`` stay out."""
+    m = _DEV_PART.search(path)
+    if m is None:
+        return False
+    name = path.rsplit("/", 1)[-1]
+    return not (_USER_DIR_RX.search(path[: m.start()] + "/") or _USER_NAME_RX.search(name))
 
 
 def _prior(kind: str, title: str, body: str, classes: Sequence[_Class] = ()) -> tuple[str, float]:
