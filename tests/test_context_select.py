@@ -430,3 +430,27 @@ def test_a_guide_under_a_dev_directory_is_a_developer_document_but_a_user_guide_
     text = _picked_text(docs, select(docs, "Invoices should round half up instead of truncating"))
     assert "RUN_SLOW_TESTS=1" in text  # how to run the tests, from the developer guide
     assert "npm test" not in text and "yarn test" not in text  # end-user pages about their own sites
+
+
+def test_a_convention_that_only_links_to_the_rules_gives_its_slot_to_the_linked_file() -> None:
+    docs = _docs(
+        {
+            "CONTRIBUTING.md": (
+                "# Contributing\n\n## Commit messages\n\nFollow the [commit message format](./docs/git/format.md).\n\n"
+                "## Pull request titles\n\nStart the title with the area: `billing: ...`.\n"
+            ),
+            "docs/git/format.md": (
+                "# Commit message format\n\nEvery subject starts with a type: `fix:`, `feat:` or `chore:`, "
+                "in the imperative mood.\n"
+            ),
+            "docs/billing.md": "# Billing\n\n## Invoices\n\nInvoices are rounded to cents.\n",
+        },
+        rules=("CONTRIBUTING.md",),
+    )
+    sel = select(docs, "Invoices should round half up instead of truncating")
+    text = _picked_text(docs, sel)
+    assert "Every subject starts with a type: `fix:`" in text  # the rules the pointer names
+    assert "Start the title with the area" in text
+    assert "Follow the [commit message format]" not in text  # only a pointer: the two slots went to rules
+    linked = [p for p in sel.picks if p.path == "docs/git/format.md"]
+    assert any("linked from CONTRIBUTING.md" in s for s in linked[0].signals)

@@ -13,7 +13,9 @@ Signals, all deterministic:
   and developer documents (and, for a task about documentation, how the docs are built). A
   section's prior is its class weight times its strength: how much of its heading is about the
   class, the body breaking ties (or, in a developer document, stating the rules itself); a
-  subsection inherits its convention parent's class, a little weaker;
+  subsection inherits its convention parent's class, a little weaker; a convention section that
+  links to a local Markdown file lends its class to that file's best section of the class (and,
+  when it is only the pointer, is then the weaker of the two);
 - a damping of changelogs and release notes unless the task is about them.
 
 Sections within ``RELATIVE_CUT`` of the best score are taken greedily, best first, up to the
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import posixpath
 import re
 from bisect import bisect_right
 from collections import Counter
@@ -625,6 +628,7 @@ def _apply_paths_and_priors(
     kinds = [_file_kind(doc) for doc in docs]
     classes = tuple(c for c in _CLASSES if c[0] != "docs" or _DOCS_TASK.search(task))
     priors = {d: _section_priors(doc, kinds[d], classes) for d, doc in enumerate(docs) if kinds[d]}
+    linked = _follow_convention_links(docs, priors, classes)
     for n in nodes:
         doc = docs[n.doc]
         sec = doc.smap.sections[n.sec]
@@ -643,6 +647,8 @@ def _apply_paths_and_priors(
             if via_prior > s:
                 n.prior = prior_class
                 n.signals.append(f"convention {prior_class}")
+                if (n.doc, n.sec) in linked:
+                    n.signals.append(f"linked from {linked[(n.doc, n.sec)]}")
                 s = via_prior
         n.score = s
 
@@ -660,6 +666,86 @@ def _section_priors(doc: Doc, kind: str, classes: Sequence[_Class]) -> list[tupl
                 own = (name, prior * INHERITED)
         out.append(own)
     return out
+
+
+# A relative Markdown link to a local Markdown file: ``[commit convention](./.github/commit-convention.md#type)``.
+_MD_LINK = re.compile(
+    r"\[([^\]\n]*)\]\(\s*<?([^()\s<>]+?\.(?:md|mdx|markdown))(?:#[^()\s<>]*)?>?(?:\s+\"[^\"]*\")?\s*\)", re.I
+)
+POINTER_WORDS = 10  # a convention section with at most this many words beside its links only points
+
+
+def _follow_convention_links(
+    docs: Sequence[Doc], priors: dict[int, list[tuple[str, float]]], classes: Sequence[_Class]
+) -> dict[tuple[int, int], str]:
+    """A convention section that links to a local Markdown file lends its class and prior to that
+    file's best section of the class ("see the [commit convention](.github/commit-convention.md)"):
+    the rules themselves, not the pointer, take the convention slot. A section that is only the
+    pointer is then weaker than what it points to. Returns the sections lent to, with the linking path."""
+    where = {doc.path: d for d, doc in enumerate(docs)}
+    lent: dict[tuple[int, int], tuple[str, float, str]] = {}
+    pointers: list[tuple[int, int]] = []
+    for d in sorted(priors):
+        doc = docs[d]
+        for sec in doc.smap.sections:
+            name, prior = priors[d][sec.pos]
+            if not name:
+                continue
+            body = _own_body(doc, sec)
+            targets = [t for t in (_link_target(doc.path, m.group(2)) for m in _MD_LINK.finditer(body)) if t]
+            hits = sorted(
+                {where[t] for t in targets if t in where and where[t] != d and not docs[where[t]].nested}
+            )
+            lends = False
+            for t in hits:
+                own = priors.get(t) or _section_priors(docs[t], "dev", classes)
+                best = max(
+                    (x for x in docs[t].smap.sections if own[x.pos][0] == name),
+                    key=lambda x: (own[x.pos][1], -x.pos),
+                    default=None,
+                )
+                if best is None:
+                    continue
+                lends = True
+                if lent.get((t, best.pos), ("", 0.0, ""))[1] < prior:
+                    lent[(t, best.pos)] = (name, prior, doc.path)
+            if lends and _is_pointer(body):
+                pointers.append((d, sec.pos))
+    for (t, pos), (name, prior, _) in sorted(lent.items()):
+        table = priors.setdefault(t, [("", 0.0)] * len(docs[t].smap.sections))
+        if prior > table[pos][1]:
+            table[pos] = (name, prior)
+            _lend_to_subsections(docs[t].smap, table, pos)
+    for d, pos in pointers:
+        name, prior = priors[d][pos]
+        priors[d][pos] = (name, prior * INHERITED)
+    return {key: src for key, (_, _, src) in lent.items()}
+
+
+def _link_target(path: str, target: str) -> str:
+    """The repository path a relative link from ``path`` names ("" for a URL or outside the repository)."""
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
+        return ""
+    joined = target.lstrip("/") if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
+    norm = posixpath.normpath(joined)
+    return "" if norm.startswith("..") or norm == "." else norm
+
+
+def _is_pointer(body: str) -> bool:
+    """A body that says little beside its links ("Follow the [commit message convention](...)")."""
+    rest = _MD_LINK.sub(" ", body)
+    return len(re.findall(r"\w+", rest)) <= POINTER_WORDS
+
+
+def _lend_to_subsections(smap: SectionMap, table: list[tuple[str, float]], pos: int) -> None:
+    """The subsections of a section that was lent a convention inherit it, a little weaker at each level."""
+    for sec in smap.sections[pos + 1 :]:
+        parent = sec.parent
+        if parent is None or parent < pos:
+            break
+        name, prior = table[parent]
+        if name and prior * INHERITED > table[sec.pos][1]:
+            table[sec.pos] = (name, prior * INHERITED)
 
 
 def _own_body(doc: Doc, sec: Section) -> str:
