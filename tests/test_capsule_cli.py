@@ -59,3 +59,16 @@ def test_outside_a_repository_is_one_clear_line(tmp_path: Path) -> None:
     proc = run_pilot("capsule", "--task", "x", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith("git pilot: not a git repository")
+
+
+def test_capsule_and_run_read_a_task_the_same_way(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "same", {"AGENTS.md": "# Rules\n\nBe careful.\n"})
+    for argv in (["capsule", "--task-file", "nope.md"], ["run", "--dry-run", "--task-file", "nope.md"]):
+        res = run_pilot(*argv, cwd=repo)
+        assert res.returncode == 2 and "no such task file: nope.md" in res.stderr, argv
+    (repo / "bad.md").write_bytes(b"fix \xff\n")
+    for argv in (["capsule", "--task-file", "bad.md"], ["run", "--dry-run", "--task-file", "bad.md"]):
+        res = run_pilot(*argv, cwd=repo)
+        assert res.returncode == 2 and "task file bad.md is not UTF-8 (byte 4)" in res.stderr, argv
+    res = run_pilot("capsule", "--task-file", "-", cwd=repo, input=b"\xff\xfe")
+    assert res.returncode == 2 and "the task on stdin is not UTF-8" in res.stderr

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from gitpilot.errors import PilotError, UsageError
-
 
 @click.command("run")
 @click.argument("text", required=False)
@@ -16,30 +14,14 @@ from gitpilot.errors import PilotError, UsageError
 @click.option("--dry-run", is_flag=True, help="Print the capsule path and the exact command; run nothing.")
 def command(text: str | None, task_file: Path | None, agent: str | None, dry_run: bool) -> int:
     """Start the agent on a task with its Context Capsule, or resume its session (Delta Resume)."""
+    from gitpilot.context.runner import read_task
     from gitpilot.repo import Repo
     from gitpilot.tasks.run import run
 
-    task = read_task(text, task_file)
+    task = read_task(None if task_file is None else str(task_file), text, stdin=False, text_name="TEXT")
     report = run(Repo.discover(Path.cwd()), task, agent=agent, dry_run=dry_run, task_file=task_file,
                  notify=_notify)
     return render(report)
-
-
-def read_task(text: str | None, task_file: Path | None) -> str:
-    if text is not None and task_file is not None:
-        raise UsageError("give the task as TEXT or with --task-file, not both")
-    if task_file is not None:
-        try:
-            data = task_file.read_bytes()
-        except OSError as exc:
-            raise PilotError(f"cannot read the task file {task_file}: {exc.strerror or exc}") from exc
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise PilotError(f"{task_file}: not UTF-8 text (byte {exc.start})") from exc
-    if text is None:
-        raise UsageError("give the task as TEXT or with --task-file F")
-    return text
 
 
 def _notify(line: str) -> None:

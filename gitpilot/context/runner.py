@@ -15,32 +15,44 @@ if TYPE_CHECKING:  # json, pathlib and typing cost more than a warm capsule itse
     from typing import Any
 
 
-def read_task(task_file: str | None, task: str | None) -> str:
-    """The task text from exactly one of the options, or from stdin when it is not a terminal."""
+def read_task(task_file: str | None, task: str | None, *, stdin: bool = True, text_name: str = "--task") -> str:
+    """The task text from exactly one of ``--task-file`` and the text option (``text_name``), or,
+    with ``stdin``, from standard input when it is not a terminal. One reader for every command
+    that takes a task (``capsule``, ``run``): the same errors, exit 2, for the same mistakes.
+    """
     if task_file is not None and task is not None:
-        raise UsageError("give --task or --task-file, not both")
+        raise UsageError(f"give {text_name} or --task-file, not both")
     if task is not None:
         text = task
     elif task_file is not None:
         if task_file == "-":
-            text = sys.stdin.buffer.read().decode("utf-8")
+            text = _decode(sys.stdin.buffer.read(), "the task on stdin")
         else:
             try:
                 with open(task_file, "rb") as fh:
-                    text = fh.read().decode("utf-8")
+                    data = fh.read()
             except FileNotFoundError as exc:
                 raise UsageError(f"no such task file: {task_file}") from exc
             except IsADirectoryError as exc:
                 raise UsageError(f"task file is a directory: {task_file}") from exc
-            except UnicodeDecodeError as exc:
-                raise UsageError(f"task file is not UTF-8: {task_file}") from exc
-    elif not sys.stdin.isatty():
-        text = sys.stdin.buffer.read().decode("utf-8")
+            except OSError as exc:
+                raise UsageError(f"cannot read the task file {task_file}: {exc.strerror or exc}") from exc
+            text = _decode(data, f"task file {task_file}")
+    elif stdin and not sys.stdin.isatty():
+        text = _decode(sys.stdin.buffer.read(), "the task on stdin")
     else:
-        raise UsageError("no task: give --task TEXT, --task-file F, or the task on stdin")
+        more = ", or the task on stdin" if stdin else ""
+        raise UsageError(f"no task: give {text_name}, --task-file F{more}")
     if not text.strip():
         raise UsageError("the task is empty")
     return text
+
+
+def _decode(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} is not UTF-8 (byte {exc.start})") from exc
 
 
 def run(cwd: str | Path, task_text: str, *, print_: bool, as_json: bool) -> int:
