@@ -100,16 +100,21 @@ def _fast_path(argv: list[str]) -> int | None:
 
 
 def _rearm_quota_helper() -> None:
-    """A resume ticket outlives a reboot; any later command restarts its helper (one stat)."""
-    from pathlib import Path
+    """A resume ticket outlives a reboot; any later command restarts its helper.
 
+    Without a ticket this is a walk up to ``.git`` and one stat: no git process, no import.
+    """
     try:
-        from gitpilot.repo import Repo
+        from gitpilot.gitenv import find_git
 
-        repo = Repo.discover(Path.cwd())
+        found = find_git(os.getcwd())
+        if found is None or not os.path.exists(os.path.join(found[2], "pilot", "resume-ticket.json")):
+            return
+        from pathlib import Path
+
         from gitpilot.quota.helper import rearm_if_needed
 
-        rearm_if_needed(repo.pilot_dir)
+        rearm_if_needed(Path(found[2]) / "pilot")
     except Exception:  # never let the re-arm get in the way of the command itself
         return
 
@@ -133,10 +138,10 @@ def _crash_log() -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        _rearm_quota_helper()
         fast = _fast_path(args)
         if fast is not None:
             return fast
-        _rearm_quota_helper()
         import click
 
         group = _make_group()

@@ -45,33 +45,10 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 def find_repo(start: str) -> tuple[str, str] | None:
     """(worktree root, git common dir) for ``start``, found without running git."""
-    d = os.path.abspath(start)
-    while True:
-        dotgit = os.path.join(d, ".git")
-        if os.path.isdir(dotgit):
-            git_dir = dotgit
-            break
-        if os.path.isfile(dotgit):
-            try:
-                with open(dotgit, encoding="utf-8") as fh:
-                    first = fh.readline().strip()
-            except OSError:
-                return None
-            if not first.startswith("gitdir:"):
-                return None
-            git_dir = os.path.normpath(os.path.join(d, first[len("gitdir:"):].strip()))
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-    common = git_dir
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as fh:
-            common = os.path.normpath(os.path.join(git_dir, fh.read().strip()))
-    except OSError:
-        pass
-    return d, common
+    from gitpilot.gitenv import find_git
+
+    found = find_git(start)
+    return None if found is None else (found[0], found[2])
 
 
 def read_toml(root: str) -> dict[str, Any]:

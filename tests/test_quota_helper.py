@@ -416,3 +416,17 @@ def test_the_resume_goes_through_git_pilot_resume(scene: Scene, monkeypatch: pyt
     ticket = tickets.pending(scene.pilot)
     assert ticket is not None
     assert resume_argv(ticket) == [sys.executable, "-m", "gitpilot", "resume", SESSION]
+
+
+def test_a_dead_helper_is_rearmed_by_any_git_pilot_command(scene: Scene) -> None:
+    from conftest import run_pilot
+
+    scene.stop()
+    pid = scene.started[0]
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not alive(pid), "the helper to die")
+    scene.set_clock("2026-11-30T18:00:00Z")
+    res = run_pilot("config", "show", cwd=scene.root)  # any command, through the real CLI
+    assert res.returncode == 0, res.stderr
+    wait_for(lambda: scene.events("resumed"), "the resume")
+    assert len(scene.resumes()) == 1

@@ -100,7 +100,6 @@ def load_records(repo: Repo, tree: str) -> list[Record]:
 def run_checks(cwd: Path, opts: CheckOptions) -> int:
     repo = Repo.discover(cwd)
     workdir = repo.workdir
-    _rearm(repo)
     cfg = load(workdir, cache=repo.worktree_pilot_dir / "config.cache")
     for w in cfg.warnings:
         output.err(f"warning: {w}")
@@ -183,14 +182,6 @@ def _render_plain(outcomes: list[Outcome]) -> None:
             output.write(o.log_path.read_bytes())
         verdict = "passed" if o.result == "pass" else ("timed out" if o.timed_out else f"failed (exit {o.exit_code})")
         output.out(f"{o.check.name}: {verdict}")
-
-
-def _rearm(repo: Repo) -> None:
-    # A pending quota resume ticket whose helper died (a reboot) is re-armed by any command.
-    if os.path.exists(repo.pilot_dir / "resume-ticket.json"):
-        from gitpilot.quota.helper import rearm_if_needed
-
-        rearm_if_needed(repo.pilot_dir)
 
 
 def _store(repo: Repo, tree: str, recs: list[Record]) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import marshal
 import os
 
-from gitpilot.gitenv import REPO_LOCATION_VARS
+from gitpilot.gitenv import REPO_LOCATION_VARS, find_git
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,28 +63,11 @@ def signature(path: str | os.PathLike[str]) -> list[int]:
 
 
 def find_repo(cwd: str) -> tuple[str, str] | None:
-    """(worktree root, git dir) found by walking up from ``cwd``; None when unsure (use git)."""
+    """(worktree root, git dir) without running git; None when unsure (use git)."""
     if any(k in os.environ for k in _ENV_BLOCKERS):
         return None
-    folder = os.path.realpath(cwd)
-    while True:
-        dot = os.path.join(folder, ".git")
-        if os.path.isdir(dot):
-            return (folder, dot) if os.path.isfile(os.path.join(dot, "HEAD")) else None
-        if os.path.isfile(dot):
-            try:
-                with open(dot, "rb") as fh:
-                    text = fh.read().decode("utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                return None
-            if not text.startswith("gitdir:"):
-                return None
-            gd = os.path.realpath(os.path.join(folder, text[7:].strip()))
-            return (folder, gd) if os.path.isfile(os.path.join(gd, "HEAD")) else None
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    found = find_git(cwd)
+    return None if found is None else (found[0], found[1])
 
 
 def task_id(task_text: str) -> str:
