@@ -14,7 +14,7 @@ import pytest
 
 from gitpilot.quota.classify import classify
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "agent-cli-samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "agent-cli-samples"
 pytestmark = pytest.mark.skipif(
     not SAMPLES.is_dir(), reason=f"shared agent-cli samples not found beside the clone ({SAMPLES})"
 )

@@ -2,7 +2,7 @@
 
 Run as ``fake_agent.py claude ARGS...`` or ``fake_agent.py codex ARGS...`` (the ``claude`` and
 ``codex`` shims beside this file do that). See README.md here for the behaviour and the
-environment variables. Everything it prints comes from ``../shared/agent-cli-samples/``
+environment variables. Everything it prints comes from ``fixtures/agent-cli-samples/`` (a copy of ``../shared/agent-cli-samples/``)
 (the real CLIs' output), with ids substituted; only the bookkeeping is invented.
 
 State lives in ``$FAKE_AGENT_HOME``:
@@ -54,7 +54,7 @@ CLAUDE_SUBCOMMANDS = {
 
 def samples_dir() -> Path:
     env = os.environ.get("FAKE_AGENT_SAMPLES")
-    return Path(env) if env else HERE.parents[2] / "shared" / "agent-cli-samples"
+    return Path(env) if env else HERE.parents[1] / "fixtures" / "agent-cli-samples"
 
 
 def home() -> Path:
