@@ -193,5 +193,29 @@ def test_the_express_path_never_serves_a_capsule_after_a_same_size_edit(tmp_path
     printed = run_pilot("capsule", "--task", TASK, "--print", cwd=root).stdout
     assert "six minutes" in printed and "ten minutes" not in printed
     # an edit made while the capsule was being built is never trusted by its signature
-    digest, racy = stamp.sigs_digest(str(root), ["docs/cache.md"], racy_after=time.time_ns() - stamp.RACY_NS)
-    assert racy and digest
+    sigs, missing, racy = stamp.take_sigs(str(root), ["docs/cache.md"], racy_after=time.time_ns() - stamp.RACY_NS)
+    assert racy and sigs and not missing
+
+
+def test_the_express_path_steps_aside_when_a_missing_file_appears_or_a_source_goes(tmp_path: Path) -> None:
+    import time
+
+    from gitpilot.context import stamp
+
+    repo = _repo(tmp_path)
+    root = repo.workdir
+    run_pilot("capsule", "--task", TASK, cwd=root)
+    time.sleep(stamp.RACY_NS / 1e9 + 0.2)
+    run_pilot("capsule", "--task", TASK, cwd=root)
+    assert stamp.express(str(root), TASK) is not None
+    # a config that did not exist when the capsule was built: its [safety] notes must show
+    (root / ".gitpilot.toml").write_text('[safety]\nnotes = "never touch billing"\n')
+    assert stamp.express(str(root), TASK) is None
+    assert "never touch billing" in run_pilot("capsule", "--task", TASK, "--print", cwd=root).stdout
+    time.sleep(stamp.RACY_NS / 1e9 + 0.2)
+    run_pilot("capsule", "--task", TASK, cwd=root)
+    assert stamp.express(str(root), TASK) is not None
+    (root / "docs" / "imported.md").unlink()  # an import the capsule was built from is gone
+    assert stamp.express(str(root), TASK) is None
+    assert "Imported rule one" not in run_pilot("capsule", "--task", TASK, "--print", cwd=root).stdout
+

@@ -4,17 +4,19 @@ When a capsule is built (or fully re-verified), a stamp is written beside it: th
 file's stat signature, the lstat signature of every source the capsule was built from (the
 context, instruction and memory files and their imports), of the files that live outside
 the index (config, untracked instruction and memory files, ``.claude/rules`` directories),
-and the capsule's hash. A later run with the same task accepts the capsule when the index
-file is the same file unchanged (so the tracked files, roles and blob ids are the same),
-every source and probe has the same signature, and the capsule on disk still has its hash.
+and the capsule's exact bytes. A later run with the same task accepts the capsule when the
+index file is the same file unchanged (so the tracked files, roles and blob ids are the
+same), every source and probe has the same signature, and the capsule on disk is still
+byte for byte what was written.
 A file modified after the full check started (or within git's racy window before it) is
 never trusted by its signature, exactly as git treats racily clean index entries. Anything
 else falls back to the full check in ``warm``: a stamp can only make a run faster, never
 serve a capsule the fingerprint would reject.
 
 The stamp is a ``marshal`` dump of plain values, and this module imports only ``os`` and
-``marshal`` (builtins) at module level, plus blake3 for the task id and the capsule hash:
-no json, re, pathlib or typing, whose imports cost more than the whole check.
+``marshal`` (builtins) at module level, plus blake3 for the task id: no json, re, pathlib,
+typing or a second hash, whose imports cost more than the whole check. The signatures are
+compared as bytes (one ``marshal.dumps`` of a list of tuples), not hashed.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-STAMP_FORMAT = 3
+STAMP_FORMAT = 4
 CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
 # git's racy window: a file whose mtime is this close to (or after) the moment its content
 # was read may change again without its signature changing.
 RACY_NS = 2_000_000_000
-RACY = [-1]  # the signature recorded for such a file: never equal to a real one ([] is "missing")
+# marshal format 2 writes no back-references, so equal signatures always give equal bytes
+# (later formats mark an object by its reference count, which differs between processes).
+SIGS_MARSHAL = 2
 # With a calling hook's repository variables set, the express path steps aside for the full one.
 _ENV_BLOCKERS = REPO_LOCATION_VARS
 
@@ -80,35 +84,59 @@ def stamp_path(git_dir: str | os.PathLike[str], tid: str) -> str:
     return os.path.join(git_dir, "pilot", f"capsule-{tid}.stamp")
 
 
-def sigs_digest(root: str, names: list[str], racy_after: int | None = None) -> tuple[str, bool]:
-    """blake3 over the lstat signatures of ``root/name`` for every name (one line each, "-" when
-    missing), and whether any has an mtime at or after ``racy_after``.
+def take_sigs(root: str, names: list[str], racy_after: int | None = None) -> tuple[bytes, list[str], bool]:
+    """The lstat signatures of ``root/name`` for every name, as the ``marshal`` bytes of one
+    list of (size, mtime_ns, inode, mode); the names that are missing; and whether any file
+    has an mtime at or after ``racy_after``.
 
-    One digest instead of a signature per file: loading a stamp of thousands of signatures
-    costs more than taking them.
+    Bytes rather than a digest: comparing them costs nothing, and no hash module is loaded.
     """
-    import blake3
-
-    lines = []
+    sigs: list[tuple[int, int, int, int]] = []
+    missing: list[str] = []
     racy = False
     prefix = root.rstrip("/") + "/"
+    lstat = os.lstat
     for rel in names:
         try:
-            st = os.lstat(prefix + rel)
+            st = lstat(prefix + rel)
         except OSError:
-            lines.append("-")
+            missing.append(rel)
             continue
         if racy_after is not None and st.st_mtime_ns >= racy_after:
             racy = True
-        lines.append(f"{st.st_size} {st.st_mtime_ns} {st.st_ino} {st.st_mode}")
-    return str(blake3.blake3("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()), racy
+        sigs.append((st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode))
+    return marshal.dumps(sigs, SIGS_MARSHAL), missing, racy
 
 
-def content_hash(data: bytes) -> str:
-    """The stamp's hash of the capsule file (blake3: already loaded for the task id)."""
-    import blake3
+def _sig_list(prefix: str, names: list[str]) -> list[tuple[int, int, int, int]]:
+    lstat = os.lstat
+    return [(st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode) for st in map(lstat, [prefix + n for n in names])]
 
-    return str(blake3.blake3(data).hexdigest())
+
+def sigs_hold(root: str, present: list[str], absent: list[str], expected: bytes) -> bool:
+    """Whether every ``present`` file still has its recorded signature and no ``absent`` one exists."""
+    prefix = root.rstrip("/") + "/"
+    try:
+        # (a second thread for half the files was tried: in a fresh process starting it costs
+        # more than the overlap saves)
+        got = _sig_list(prefix, present)
+    except OSError:  # a file went missing
+        return False
+    if marshal.dumps(got, SIGS_MARSHAL) != expected:
+        return False
+    for rel in absent:
+        try:
+            os.lstat(prefix + rel)
+        except OSError:
+            continue
+        return False
+    return True
+
+
+def _names(value: object) -> list[str] | None:
+    if not isinstance(value, str):
+        return None
+    return value.split("\n") if value else []
 
 
 def express(cwd: str | os.PathLike[str], task_text: str) -> Hit | None:
@@ -133,8 +161,10 @@ def express(cwd: str | os.PathLike[str], task_text: str) -> Hit | None:
         or stamp.get("index") != signature(os.path.join(git_dir, "index"))
     ):
         return None
-    names, digest = stamp.get("paths"), stamp.get("sigs_digest")
-    if not isinstance(names, str) or not digest or sigs_digest(root, names.split("\n"))[0] != digest:
+    present, absent, sigs = _names(stamp.get("present")), _names(stamp.get("absent")), stamp.get("sigs")
+    if present is None or absent is None or not isinstance(sigs, bytes) or not sigs:
+        return None
+    if not sigs_hold(root, present, absent, sigs):
         return None
     md_path = os.path.join(git_dir, "pilot", f"capsule-{tid}.md")
     try:
@@ -142,7 +172,8 @@ def express(cwd: str | os.PathLike[str], task_text: str) -> Hit | None:
             body = fh.read()
     except OSError:
         return None
-    if content_hash(body) != stamp.get("capsule_blake3"):
+    # the capsule as written, byte for byte: a hand edit of any kind is never served
+    if body != stamp.get("capsule"):
         return None
     return Hit(tid, md_path, os.path.join(git_dir, "pilot", f"capsule-{tid}.json"), body, stamp)
 
@@ -164,25 +195,28 @@ def write_stamp(
     """Record what the express path compares (after a full build or a full re-verification).
 
     A file whose mtime is not safely before ``started_ns`` (when the full check began reading)
-    is recorded as ``RACY``, which the express path never accepts.
+    leaves the stamp without signatures, which the express path never accepts.
     """
     from gitpilot import __version__
 
     names = sorted(set(sources) | set(probes) | set(CONFIG_PROBES))
-    digest, racy = sigs_digest(os.path.realpath(root), names, racy_after=started_ns - RACY_NS)
+    real_root = os.path.realpath(root)
+    sigs, missing, racy = take_sigs(real_root, names, racy_after=started_ns - RACY_NS)
+    gone = set(missing)
     # git replaces the index through a lock file and a rename, never in place: any rewrite
     # gives it a new inode, so its signature needs no racy window.
     index = list(index_sig)
     body = {
         "format": STAMP_FORMAT,
         "version": __version__,
-        "root": os.path.realpath(root),
+        "root": real_root,
         "index": index,
         "fingerprint": fingerprint,
-        "capsule_blake3": content_hash(capsule),
-        "paths": "\n".join(names),
-        # a file changed in the racy window: no digest, so the next run checks in full
-        "sigs_digest": "" if racy else digest,
+        "capsule": bytes(capsule),
+        "present": "\n".join(n for n in names if n not in gone),
+        "absent": "\n".join(missing),
+        # a file changed in the racy window: no signatures, so the next run checks in full
+        "sigs": b"" if racy else sigs,
         "baseline_bytes": baseline_bytes,
         "capsule_bytes": capsule_bytes,
     }
