@@ -516,6 +516,7 @@ def _mandatory(
     out += _nested(srcs, files, task, named, shown, withheld, copies)
     out += _always_include(srcs, files, opts, shown, withheld, skipped)
     rx = _keyword_rx(opts.always_include_headings)
+    regions: list[tuple[str, int, int]] = []  # mandatory text, shown here or in a file in full
     for path, src in srcs.items():
         smap = files.maps.get(path)
         if smap is None or path in copies:
@@ -523,6 +524,8 @@ def _mandatory(
         if rx is not None and "rule" in src.roles:
             for sec in smap.sections:
                 m = rx.search(sec.title) if sec.level else None
+                if m:
+                    regions.append((path, sec.start, sec.end))
                 if m and not _within(shown.get(path, ()), sec.start, sec.end):
                     out += _pieces(
                         path,
@@ -537,10 +540,34 @@ def _mandatory(
                     )
         if _candidate(src) or "rule" in src.roles:
             for a, b in smap.always:
+                regions.append((path, a, b))
                 if not _within(shown.get(path, ()), a, b):
                     out += _pieces(
                         path, smap, files.lines[path], a, b, "", "pilot:always block", shown, withheld
                     )
+    out += _deferred_details(regions, srcs, files, opts, shown, withheld, copies)
+    return out
+
+
+def _deferred_details(
+    regions: Sequence[tuple[str, int, int]],
+    srcs: Mapping[str, S.Source],
+    files: _Files,
+    opts: S.Options,
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[_Piece],
+    copies: Mapping[str, str],
+) -> list[_Piece]:
+    """The section a mandatory rule points to for its details (``context/deferred.py``)."""
+    from gitpilot.context.deferred import deferred
+
+    maps = {p: m for p, m in files.maps.items() if p in srcs and p not in copies}
+    out: list[_Piece] = []
+    for dest, sec, src_path, line in deferred(regions, maps, files.lines, opts.max_section_bytes):
+        if _within(shown.get(dest, ()), sec.start, sec.end):
+            continue
+        why = f"details of the mandatory rule at {src_path}:{line}"
+        out += _pieces(dest, maps[dest], files.lines[dest], sec.start, sec.end, "", why, shown, withheld)
     return out
 
 

@@ -1,0 +1,147 @@
+"""The details a mandatory rule defers to another Markdown file.
+
+A guardrail often states a rule and points to where it is spelled out: "never drop a column in
+one step; use the expand/contract pattern described in `services/api/AGENTS.md`". The pointer is
+mandatory material, so the part of the other file it points to is too: without it the agent has
+the rule's name, not the rule. This module finds, for every reference to a local Markdown file
+in mandatory text (a section of a rule file whose heading names a mandatory keyword, or a
+``pilot:always`` block), the one section of that file the reference is about:
+
+- the section its ``#anchor`` names, when it has one;
+- otherwise the section whose heading shares a word with the referring sentence and whose own
+  text shares at least ``MIN_SHARED`` words with it, the most shared words winning (a sentence
+  that shares nothing particular with any section is a pointer to the whole file, which the
+  capsule names in its left-out list instead).
+
+Only sections up to the capsule's ``max_section_bytes`` are taken: a deferred detail is a rule,
+not a chapter. Pure functions over section maps and lines; the capsule turns the result into
+excerpts.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from gitpilot.context.markdown import Section, SectionMap
+from gitpilot.context.text import tokens
+
+MIN_SHARED = 2  # distinct words the referring sentence and the section's own text must share
+CONTEXT_LINES = 3  # the referring sentence: its paragraph, at most this many lines either side
+
+# `path/to/FILE.md` or `FILE.md#anchor` in backticks, or a Markdown link to one.
+_REF = re.compile(
+    r"`([^`\s]+?\.(?:md|mdx|markdown))(#[^`\s]*)?`"
+    r"|\]\(\s*<?([^()\s<>]+?\.(?:md|mdx|markdown))(#[^()\s<>]*)?>?(?:\s+\"[^\"]*\")?\s*\)",
+    re.I,
+)
+
+
+def references(line: str) -> list[tuple[str, str]]:
+    """(target as written, anchor without '#') of every local Markdown file ``line`` refers to."""
+    out: list[tuple[str, str]] = []
+    for m in _REF.finditer(line):
+        target = m.group(1) or m.group(3) or ""
+        anchor = (m.group(2) or m.group(4) or "").lstrip("#")
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
+            continue
+        out.append((target, anchor))
+    return out
+
+
+def resolve(from_path: str, target: str, exists: Callable[[str], bool]) -> str:
+    """The repository path ``target`` names from ``from_path``: relative to the referring file's
+    directory, else to the repository root (instruction files often write root paths); "" when
+    neither exists or the path leaves the repository."""
+    candidates = []
+    if target.startswith("/"):
+        candidates.append(target.lstrip("/"))
+    else:
+        candidates.append(posixpath.join(posixpath.dirname(from_path), target))
+        candidates.append(target)
+    for cand in candidates:
+        norm = posixpath.normpath(cand)
+        if norm.startswith("..") or norm in (".", ""):
+            continue
+        if exists(norm):
+            return norm
+    return ""
+
+
+def sentence(lines: Sequence[str], line_no: int, lo: int, hi: int) -> str:
+    """The paragraph (or list item) around 1-based ``line_no``, within ``lo..hi``, bounded."""
+    a = b = line_no
+    while a > max(lo, line_no - CONTEXT_LINES) and lines[a - 2].strip() and not _item_start(lines[a - 1]):
+        a -= 1
+    while b < min(hi, line_no + CONTEXT_LINES) and lines[b].strip() and not _item_start(lines[b]):
+        b += 1
+    return "".join(lines[a - 1 : b])
+
+
+def _item_start(line: str) -> bool:
+    return bool(re.match(r"\s*(?:[-*+]|\d+[.)])\s", line))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^\w\- ]", "", text.lower()).strip().replace(" ", "-")
+
+
+def best_section(
+    smap: SectionMap, lines: Sequence[str], said: str, anchor: str, target: str
+) -> Section | None:
+    """The section of the target file the referring sentence ``said`` is about (see the module)."""
+    if anchor:
+        want = _slug(anchor)
+        for sec in smap.sections:
+            if sec.level and _slug(sec.title) == want:
+                return sec
+        return None
+    # the path's own words say which file, not which section
+    words = set(tokens(said)) - set(tokens(target.replace("/", " ").replace(".", " ")))
+    best: tuple[int, int] | None = None
+    chosen: Section | None = None
+    for sec in smap.sections:
+        if not sec.level:
+            continue
+        heading = set(tokens(sec.title))
+        if not heading & words:
+            continue
+        own = heading | set(tokens("".join(lines[sec.start : sec.body_end])))
+        shared = len(own & words)
+        if shared < MIN_SHARED:
+            continue
+        key = (shared, -sec.pos)
+        if best is None or key > best:
+            best, chosen = key, sec
+    return chosen
+
+
+def deferred(
+    regions: Iterable[tuple[str, int, int]],
+    maps: Mapping[str, SectionMap],
+    lines: Mapping[str, Sequence[str]],
+    max_bytes: int,
+) -> list[tuple[str, Section, str, int]]:
+    """For mandatory text ``(path, first line, last line)``: (target path, section, referring
+    path, referring line) of every section a reference in it defers to, once each, in order."""
+    out: list[tuple[str, Section, str, int]] = []
+    seen: set[tuple[str, int]] = set()
+    for path, lo, hi in regions:
+        text = lines.get(path)
+        if text is None:
+            continue
+        for n in range(lo, min(hi, len(text)) + 1):
+            for target, anchor in references(text[n - 1]):
+                dest = resolve(path, target, lambda p: p in maps)
+                if not dest or dest == path:
+                    continue
+                sec = best_section(maps[dest], lines[dest], sentence(text, n, lo, hi), anchor, target)
+                if sec is None or (dest, sec.pos) in seen:
+                    continue
+                size = len("".join(lines[dest][sec.start - 1 : sec.end]).encode("utf-8"))
+                if size > max_bytes:
+                    continue
+                seen.add((dest, sec.pos))
+                out.append((dest, sec, path, n))
+    return out

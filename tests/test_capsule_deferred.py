@@ -1,0 +1,118 @@
+"""A mandatory rule that points elsewhere for its details brings those details into the capsule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import make_repo
+
+from gitpilot.context.capsule import build_capsule
+from gitpilot.repo import Repo
+
+ROOT_AGENTS = """# Agent guide
+
+## How to work
+
+- Prose follows `docs/STYLE.md`.
+
+## Guardrails
+
+- Never write a database migration that drops a column in one step; use the
+  expand/contract pattern described in `services/api/AGENTS.md`.
+- Handle reports as [the security policy](SECURITY.md#reporting-a-flaw) says.
+- See `docs/overview.md`.
+"""
+API_AGENTS = """# services/api
+
+## Commands
+
+Run `make test`.
+
+## Database migrations
+
+Migrations run on start-up. Use expand/contract: add the new column, backfill,
+switch reads, drop the old column in a later release.
+
+## Handlers
+
+One file per resource.
+"""
+SECURITY = """# Security
+
+## Supported versions
+
+Only the latest release.
+
+## Reporting a flaw
+
+Mail sec@example.com; we answer within two days.
+"""
+STYLE = "# Style\n\n## Headings\n\nSentence case for every heading.\n"
+OVERVIEW = "# Overview\n\n## Database\n\nPostgres 16 holds every column of billing data.\n"
+TASK = "Add an opt-in flag for ordered webhook retries"
+
+
+def _capsule(tmp_path: Path, files: dict[str, str], task: str = TASK) -> str:
+    root = make_repo(tmp_path / "repo", files)
+    return build_capsule(Repo.discover(root), task, use_cache=False).text
+
+
+def _base() -> dict[str, str]:
+    return {
+        "AGENTS.md": ROOT_AGENTS,
+        "services/api/AGENTS.md": API_AGENTS,
+        "SECURITY.md": SECURITY,
+        "docs/STYLE.md": STYLE,
+        "docs/overview.md": OVERVIEW,
+    }
+
+
+def test_a_guardrail_brings_the_section_it_defers_to_and_only_that(tmp_path: Path) -> None:
+    text = _capsule(tmp_path, _base())
+    assert "Use expand/contract: add the new column, backfill," in text
+    assert "details of the mandatory rule at AGENTS.md:10" in text
+    # the rest of the nested file is not pulled in by the pointer
+    assert "One file per resource." not in text
+
+
+def test_an_anchor_names_the_section(tmp_path: Path) -> None:
+    text = _capsule(tmp_path, _base())
+    assert "we answer within two days" in text
+
+
+def test_a_bare_pointer_or_a_rule_outside_the_mandatory_sections_brings_nothing(tmp_path: Path) -> None:
+    text = _capsule(tmp_path, _base())
+    # "See `docs/overview.md`." shares no words with any of its sections
+    assert "Postgres 16 holds every column" not in text
+    # "How to work" is not a mandatory heading: its pointer to the style guide stays a pointer
+    assert "Sentence case for every heading." not in text
+
+
+def test_a_pilot_always_block_is_mandatory_text_too(tmp_path: Path) -> None:
+    files = _base()
+    files["AGENTS.md"] = (
+        "# Agent guide\n\n<!-- pilot:always -->\nEvery heading is in sentence case, as `docs/STYLE.md` says.\n"
+        "<!-- /pilot:always -->\n"
+    )
+    assert "Sentence case for every heading." in _capsule(tmp_path, files)
+
+
+def test_a_section_too_big_or_outside_the_repository_is_not_pulled(tmp_path: Path) -> None:
+    files = _base()
+    files["services/api/AGENTS.md"] = API_AGENTS.replace(
+        "switch reads,", "switch reads, " + "and again " * 600 + "\n"
+    )
+    files["AGENTS.md"] = ROOT_AGENTS + "- Secrets follow the secrets rules in `../outside/AGENTS.md`.\n"
+    text = _capsule(tmp_path, files)
+    assert "Use expand/contract: add the new column" not in text  # above max_section_bytes
+    assert "outside/AGENTS.md" in text  # the guardrail itself, in full, is all there is
+
+
+def test_a_deferred_section_holding_a_credential_is_withheld(tmp_path: Path) -> None:
+    files = _base()
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    files["services/api/AGENTS.md"] = API_AGENTS.replace("switch reads,", f"switch reads (token {token}),")
+    text = _capsule(tmp_path, files)
+    assert token not in text
+    withheld = text.split("Withheld (a known credential format is in the text", 1)[1]
+    assert "`services/api/AGENTS.md` § services/api › Database migrations · lines 7-10" in withheld
