@@ -230,3 +230,21 @@ def test_the_left_out_list_names_a_place_once(tmp_path: Path) -> None:
     assert (
         len([x for x in res.manifest["left_out"] if x["path"] == "docs/backoff.md"]) == 2
     )  # all in the manifest
+
+
+
+def test_no_area_is_inferred_when_a_convention_section_is_the_best_match(tmp_path: Path) -> None:
+    extra = {
+        "packages/ui/AGENTS.md": "# UI package\n\n## Rules\n\nQuery the DOM by role.\n",
+        "docs/ui/popups.md": "# Popups\n\nThe field picker popup opens with Ctrl+Space and closes with Esc.\n",
+    }
+    extra.update({f"docs/p{i}.md": f"# Page {i}\n\n" + "Colours and fonts of the dashboard.\n" * 30 for i in range(30)})
+    repo = _repo(tmp_path, extra)
+    res = build_capsule(repo, "Running the tests from the root with pytest fails when the field picker popup opens")
+    relevant = res.text.split("## Relevant sections", 1)[1]
+    # the ui page is chosen, but below the testing convention: it says little of the task's area
+    assert relevant.index("`CONTRIBUTING.md` § Contributing › Running the tests") < relevant.index("`docs/ui/popups.md`")
+    assert "Query the DOM by role." not in res.text
+    # the same page as the best match of all does say the task is in the ui area
+    res = build_capsule(repo, "The field picker popup ignores Ctrl+Space")
+    assert "nested instruction file for `packages/ui/`, the area of the best matches" in res.text

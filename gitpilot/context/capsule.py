@@ -676,6 +676,9 @@ def _area_words(srcs: Mapping[str, S.Source], files: _Files, sel: Any) -> set[st
     ``docs/ui/components.md`` or a section "Worker shutdown" among the best matches say the task
     is about ``ui`` or the ``worker``; a ``packages/ui/AGENTS.md`` or ``services/worker/AGENTS.md``
     then applies. Rule files and sections chosen only as conventions say nothing of the area.
+    The area is only inferred when the best match of all is such documentation: a content match
+    that scores below a convention section won on words the task shares with many pages (on real
+    repositories that pulled in the instruction file of an unrelated package).
     """
     from gitpilot.context.select import GENERIC_DIRS
     from gitpilot.context.text import tokens
@@ -686,6 +689,8 @@ def _area_words(srcs: Mapping[str, S.Source], files: _Files, sel: Any) -> set[st
         for p in sel.picks
         if p.content and not (srcs.get(p.path) and srcs[p.path].roles & {"rule", "nested"})
     ][:AREA_PICKS]
+    if not top or any(p.score > top[0].score for p in sel.picks):
+        return words
     for pick in top:
         parts = pick.path.split("/")
         parts[-1] = parts[-1].rsplit(".", 1)[0]
