@@ -167,3 +167,32 @@ def test_a_nested_link_or_import_beside_its_rule_file_is_not_shown_again(tmp_pat
     mandatory = _mandatory(res.text)
     assert "Query the DOM by role in tests." in mandatory
     assert "`packages/widgets/CLAUDE.md`" not in res.text.split("## Left out")[0]
+
+
+PR_TEMPLATE = (
+    "## Summary\n\nDescribe the change.\n\n#### How to test the change:\n1. ...\n\n"
+    "## Review / Merge checklist\n\n- [ ] The PR title goes into the changelog; use `(no-changelog)` otherwise.\n"
+    "- [ ] Tests included: a bug is not fixed until a test stops it from coming back.\n"
+)
+CONTRIBUTING = (
+    "# Contributing\n\n## Running the tests\n\nRun `make test` before you push; it runs every unit test.\n"
+)
+
+
+def test_a_pull_request_checklist_is_a_convention_the_task_never_names(tmp_path: Path) -> None:
+    files = {".github/pull_request_template.md": PR_TEMPLATE, "CONTRIBUTING.md": CONTRIBUTING, **_filler()}
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    assert "The PR title goes into the changelog; use `(no-changelog)` otherwise." in relevant
+    assert "Run `make test` before you push" in relevant
+
+
+def test_a_template_prompt_with_nothing_below_it_takes_no_convention_slot(tmp_path: Path) -> None:
+    files = {".github/pull_request_template.md": PR_TEMPLATE, "CONTRIBUTING.md": CONTRIBUTING, **_filler()}
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    # the testing slot goes to the section that says how to test, not to the form's prompt
+    assert "How to test the change:" not in relevant
+    assert "Run `make test` before you push" in relevant

@@ -120,7 +120,11 @@ _CLASSES: tuple[_Class, ...] = (
             r"change ?logs?( entr(y|ies))?|news entr(y|ies)|changesets?|sign(ing)?[- ]?offs?|DCO)\b",
             re.I,
         ),
-        re.compile(r"\b(submitting|submissions?|code review|branch(es|ing)?|git workflow|workflow)\b", re.I),
+        re.compile(
+            r"\b(submitting|submissions?|(code )?reviews?|merg(e|ing)|checklists?|branch(es|ing)?|"
+            r"git workflow|workflow)\b",
+            re.I,
+        ),
     ),
     (
         "development",
@@ -659,7 +663,10 @@ def _section_priors(doc: Doc, kind: str, classes: Sequence[_Class]) -> list[tupl
     unless its own heading says more."""
     out: list[tuple[str, float]] = []
     for sec in doc.smap.sections:
-        own = _prior(kind, sec.title, _own_body(doc, sec), classes) if sec.title else ("", 0.0)
+        body = _own_body(doc, sec)
+        own = _prior(kind, sec.title, body, classes) if sec.title else ("", 0.0)
+        if own[0] and not doc.smap.kids(sec.pos) and _placeholder(body):
+            own = ("", 0.0)  # "#### How to test the change:" over "1. ...": a form to fill, no rule
         if sec.parent is not None and out[sec.parent][0]:
             name, prior = out[sec.parent]
             if prior * INHERITED > own[1]:
@@ -746,6 +753,15 @@ def _lend_to_subsections(smap: SectionMap, table: list[tuple[str, float]], pos: 
         name, prior = table[parent]
         if name and prior * INHERITED > table[sec.pos][1]:
             table[sec.pos] = (name, prior * INHERITED)
+
+
+PLACEHOLDER_WORDS = 4  # a section's own text with fewer words than this (comments aside) states no rule
+
+
+def _placeholder(body: str) -> bool:
+    """Whether a section's own text is empty or a template's placeholder ("1. ...", a comment)."""
+    text = re.sub(r"<!--.*?-->", " ", body, flags=re.S)
+    return len(re.findall(r"[^\W\d_]{2,}", text)) < PLACEHOLDER_WORDS
 
 
 def _own_body(doc: Doc, sec: Section) -> str:
