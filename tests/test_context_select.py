@@ -454,3 +454,23 @@ def test_a_convention_that_only_links_to_the_rules_gives_its_slot_to_the_linked_
     assert "Follow the [commit message format]" not in text  # only a pointer: the two slots went to rules
     linked = [p for p in sel.picks if p.path == "docs/git/format.md"]
     assert any("linked from CONTRIBUTING.md" in s for s in linked[0].signals)
+
+
+def test_a_spelled_out_form_matches_its_abbreviation_either_way() -> None:
+    assert "e2e" in tokens("Write an end-to-end test") and "e2e" in tokens("E2E tests")
+    assert "k8s" in tokens("Deploying on Kubernetes") and "ci" in tokens("Continuous integration runs")
+    docs = _docs(
+        {
+            "docs/testing.md": (
+                "# Testing\n\n## E2E tests\n\nBrowser flows live in `e2e/` and run with Playwright.\n\n"
+                "## Unit tests\n\nRun `make unit` for the fast suite.\n"
+            ),
+            "docs/deploy.md": "# Deploy\n\n## Kubernetes\n\nThe chart sets two replicas.\n\n## VMs\n\nUse systemd.\n",
+            **{f"docs/page{i}.md": f"# Page {i}\n\nWrite the test plan for page {i}.\n" for i in range(8)},
+        }
+    )
+    sel = select(docs, "Write an end-to-end test for the login flow")
+    assert _paths(sel)[0] == ("docs/testing.md", "Testing › E2E tests")
+    sel = select(docs, "How many replicas does the k8s chart run?")
+    assert ("docs/deploy.md", "Deploy › Kubernetes") in _paths(sel)
+    assert ("docs/deploy.md", "Deploy › VMs") not in _paths(sel)

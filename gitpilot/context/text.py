@@ -114,18 +114,39 @@ def word_tokens(word: str) -> tuple[str, ...]:
     return result
 
 
+# Abbreviations that documentation and tasks use both ways ("E2E tests", "end-to-end tests"):
+# the spelled-out form also counts as the abbreviation, so either side matches the other.
+_LONG_FORMS = (
+    ("e2e", r"end[- ]to[- ]end"),
+    ("ci", r"continuous[- ]integration"),
+    ("i18n", r"internationali[sz]ation"),
+    ("l10n", r"locali[sz]ation"),
+    ("a11y", r"accessibility"),
+    ("k8s", r"kubernetes"),
+)
+_LONG_RX = re.compile("|".join(rf"(?P<{abbr}>\b{rx}\b)" for abbr, rx in _LONG_FORMS), re.I)
+
+
+def long_form_words(text: str) -> list[str]:
+    """The abbreviation of every spelled-out form in ``text`` ("end-to-end" gives "e2e")."""
+    return [str(m.lastgroup) for m in _LONG_RX.finditer(text)]
+
+
 def tokens(text: str) -> list[str]:
-    """Every normalized token of ``text``, in order."""
+    """Every normalized token of ``text``, in order (abbreviations of spelled-out forms last)."""
     out: list[str] = []
     for word in _WORD.findall(text):
+        out.extend(word_tokens(word))
+    for word in long_form_words(text):
         out.extend(word_tokens(word))
     return out
 
 
 def word_counts(text: str) -> tuple[Counter[str], int]:
-    """Each surface word of ``text`` with its count, and the number of words."""
+    """Each surface word of ``text`` with its count (and the abbreviation of each spelled-out
+    form, as if written), and the number of words."""
     words = _WORD.findall(text)
-    return Counter(words), len(words)
+    return Counter(words + long_form_words(text)), len(words)
 
 
 def hits_for(vocab: Iterable[str], terms: Iterable[str]) -> frozenset[str]:
