@@ -196,3 +196,11 @@ def test_a_template_prompt_with_nothing_below_it_takes_no_convention_slot(tmp_pa
     # the testing slot goes to the section that says how to test, not to the form's prompt
     assert "How to test the change:" not in relevant
     assert "Run `make test` before you push" in relevant
+
+
+def test_one_short_sentence_under_a_convention_heading_is_a_rule_not_a_placeholder(tmp_path: Path) -> None:
+    contributing = "# Contributing\n\n## Commit messages\n\nUse Conventional Commits.\n"
+    files = {"CONTRIBUTING.md": contributing, **_filler()}
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
+    assert "Use Conventional Commits." in _part(res.text, "## Relevant sections", "## Left out")

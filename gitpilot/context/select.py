@@ -755,13 +755,16 @@ def _lend_to_subsections(smap: SectionMap, table: list[tuple[str, float]], pos: 
             table[sec.pos] = (name, prior * INHERITED)
 
 
-PLACEHOLDER_WORDS = 4  # a section's own text with fewer words than this (comments aside) states no rule
+_PLACEHOLDER_WORDS = frozenset("todo tbd tba xxx fixme".split())
 
 
 def _placeholder(body: str) -> bool:
-    """Whether a section's own text is empty or a template's placeholder ("1. ...", a comment)."""
+    """Whether a section's own text is a template's placeholder: nothing but list marks, an
+    ellipsis, a comment, or TODO ("1. ..." under "How to test the change:"). One short sentence
+    ("Use Conventional Commits.") is a rule, not a placeholder."""
     text = re.sub(r"<!--.*?-->", " ", body, flags=re.S)
-    return len(re.findall(r"[^\W\d_]{2,}", text)) < PLACEHOLDER_WORDS
+    words = re.findall(r"[^\W\d_]{2,}", text)
+    return all(w.lower() in _PLACEHOLDER_WORDS for w in words)
 
 
 def _own_body(doc: Doc, sec: Section) -> str:
