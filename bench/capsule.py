@@ -628,6 +628,36 @@ def cli_available(env: dict[str, str], cwd: Path) -> str | None:
     return None
 
 
+def markdown_paths(root: Path) -> list[str]:
+    return [p for p in tracked(root) if p.lower().endswith((".md", ".mdx"))]
+
+
+def floor_commands(bin_dir: Path, python: str, root: Path) -> dict[str, list[str]]:
+    """Two git subcommands that bound any Python warm path from below: ``git pilot-floor`` (git's
+    dispatch and the interpreter's start, nothing else) and ``git pilot-floor-lstat`` (that, plus
+    one ``os.lstat`` per tracked Markdown file: what a warm check must at least do to see that
+    no source changed)."""
+    listing = bin_dir / "floor-paths.txt"
+    listing.write_text("\n".join(str(root / p) for p in markdown_paths(root)), encoding="utf-8")
+    scripts = {
+        "floor": "pass\n",
+        "floor_lstat": (
+            "import os\n"
+            f"with open({str(listing)!r}, encoding='utf-8') as fh:\n"
+            "    names = fh.read().split('\\n')\n"
+            "sigs = [(s.st_size, s.st_mtime_ns, s.st_ino, s.st_mode) for s in map(os.lstat, names)]\n"
+        ),
+    }
+    out = {}
+    for name, body in scripts.items():
+        cmd = "pilot-" + name.replace("_", "-")
+        script = bin_dir / f"git-{cmd}"
+        script.write_text(f"#!{python}\n{body}", encoding="utf-8")
+        script.chmod(0o755)
+        out[name] = ["git", cmd]
+    return out
+
+
 def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[str, Any]:
     bin_dir = work / "bin"
     _, python = pilot_shim(bin_dir)
@@ -652,8 +682,10 @@ def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[s
     # the first (warm-up) runs fill the caches; then capsule and git status alternate
     # a bare interpreter start alternates too: the floor any Python entry point pays
     bare = [python, "-c", "pass"]
+    floors = floor_commands(bin_dir, python, root)
     med = common.alternate({"capsule": (capsule, root, env), "status": (status, root, env),
-                            "python": (bare, root, env)}, rounds, warmup=2)
+                            "python": (bare, root, env),
+                            **{name: (cmd, root, env) for name, cmd in floors.items()}}, rounds, warmup=2)
     warm_med, plain_med = med["capsule"], med["status"]
     return {
         "files": len(tracked(root)),
@@ -664,6 +696,9 @@ def measure_speed(root: Path, task_text: str, work: Path, rounds: int) -> dict[s
         "git_status_seconds": round(plain_med, 4),
         "warm_ratio": round(warm_med / plain_med, 2),
         "python_pass_seconds": round(med["python"], 4),
+        "floor_seconds": round(med["floor"], 4),
+        "floor_lstat_seconds": round(med["floor_lstat"], 4),
+        "sources": len(markdown_paths(root)),
         "rounds": rounds,
     }
 
@@ -755,6 +790,10 @@ def render_speed(sp: dict[str, Any]) -> list[str]:
         f"(medians of {sp['rounds']} alternating runs)",
         f"  for scale: a bare `python -c pass` took {sp['python_pass_seconds'] * 1000:.0f} ms in the same alternation "
         f"({sp['python_pass_seconds'] / sp['git_status_seconds']:.1f}x git status)",
+        f"  floor of any Python warm path: `git <script that does nothing>` {sp['floor_seconds'] * 1000:.1f} ms "
+        f"({sp['floor_seconds'] / sp['git_status_seconds']:.2f}x); plus one lstat per Markdown file "
+        f"({sp['sources']:,}) {sp['floor_lstat_seconds'] * 1000:.1f} ms "
+        f"({sp['floor_lstat_seconds'] / sp['git_status_seconds']:.2f}x)",
     ]
 
 
