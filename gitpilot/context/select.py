@@ -1,12 +1,13 @@
 """Scoring Markdown sections against a task and choosing what fits the capsule's budget.
 
 Signals, all deterministic:
-- BM25 over each section's own part (heading path weighted up, file path words) and over its
-  whole subtree, so a parent whose substance sits in its subsections still scores;
+- BM25 of the task's words and their synonyms (``query``) over each section's own part (heading
+  path weighted up, file path words) and over its whole subtree, so a parent whose substance
+  sits in its subsections still scores;
 - the identifiers the task names (backticked names, CamelCase, snake_case, ``call()``, paths,
   flags, numbered references), found verbatim, as strong pseudo-terms;
-- pseudo-relevance feedback (rare words of the best sections) and the reference entries of the
-  identifiers the best sections name (a section headed `worker.shutdown_timeout`);
+- pseudo-relevance feedback (rare words of the best sections, ``query``) and the reference
+  entries of the identifiers the best sections name (a section headed `worker.shutdown_timeout`);
 - files whose path matches a path, directory or module the task names;
 - structural priors for what real tasks need but never name: the testing, commit, development
   and style conventions of rule files and developer documents (and, for a task about
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 
 from gitpilot.context.conventions import convention_priors, own_body
 from gitpilot.context.markdown import SectionMap, range_text, sha256_text
+from gitpilot.context.query import feedback_terms, query_weights
 from gitpilot.context.text import (
     Identifier,
     hits_for,
@@ -41,7 +43,6 @@ from gitpilot.context.text import (
     term_counts,
     tokens,
     word_counts,
-    word_tokens,
 )
 
 K1 = 1.2
@@ -50,51 +51,15 @@ SUBTREE_WEIGHT = 0.85
 RELATIVE_CUT = 0.4
 OUTLIER_FACTOR = 2.0  # the cut is measured against at most twice the runner-up file's best
 RUNNER_UP = 3
-SYNONYM_WEIGHT = 0.35
 HEADING_WEIGHT = 3
 ID_WEIGHT = {"ref": 3.0, "path": 2.0}
 DEFAULT_ID_WEIGHT = 2.0
 PRIOR_SHARE = 0.45  # of the excerpt budget at most goes to sections chosen by a prior alone
 PRIOR_PER_CLASS = 2
-FEEDBACK_SECTIONS = 3  # pseudo-relevance feedback: how many top sections lend words
-FEEDBACK_TERMS = 8
-FEEDBACK_WEIGHT = 0.3
-FEEDBACK_MAX_DF = 0.05  # a lent word must be rarer than this share of sections
 FOLLOW_FROM = 3  # the best sections whose named identifiers lead to their reference entries
 FOLLOW_SHARE = 0.5  # of the naming section's score
 LEFT_OUT_LISTED = 20
 MANIFEST_LEFT_OUT = 400
-
-# Words that mean much the same in software documentation; a task often says one, the docs another.
-_SYNONYM_GROUPS = (
-    "config configuration configure settings setting options option preferences",
-    "remove delete drop erase purge",
-    "error failure fail exception crash panic",
-    "auth authentication login signin sign-in credential token",
-    "doc docs documentation guide manual",
-    "speed performance fast slow latency",
-    "test tests testing spec specs check checks",
-    "install installation setup set-up",
-    "run execute invoke launch start",
-    "build compile bundle",
-    "commit commits changeset",
-    "pr pull-request merge-request",
-    "dependency dependencies package packages library libraries",
-    "env environment variable variables",
-    "dir directory folder",
-    "repo repository",
-    "cli command commands flag flags argument arguments",
-    "bug defect regression issue",
-    "upgrade update migrate migration",
-    "lint linter linting format formatting style",
-    "log logs logging",
-    "cache caching cached",
-    "user users account accounts",
-    "permission permissions access role roles",
-    "api endpoint endpoints route routes",
-    "db database",
-    "deploy deployment release publish",
-)
 
 _CHANGELOG = re.compile(
     r"(^|/)(change[-_]?log|changes|history|news|release[-_]?notes?|releases)([-_./]|$)", re.I
@@ -173,27 +138,6 @@ class _Node:
 
 
 # --- scoring ----------------------------------------------------------------------------------
-
-
-def _synonyms() -> dict[str, list[str]]:
-    table: dict[str, list[str]] = {}
-    for group in _SYNONYM_GROUPS:
-        stems = sorted({t for w in group.split() for t in tokens(w.replace("-", " "))})
-        for s in stems:
-            table.setdefault(s, [])
-            table[s].extend(x for x in stems if x != s and x not in table[s])
-    return table
-
-
-def query_weights(task: str) -> dict[str, float]:
-    """Task tokens (weight 1, a little more when repeated) and their synonyms (weaker)."""
-    counts = Counter(tokens(task))
-    weights = {t: 1.0 + 0.25 * math.log(c) for t, c in counts.items()}
-    syn = _synonyms()
-    for t in sorted(counts):
-        for s in syn.get(t, ()):
-            weights.setdefault(s, SYNONYM_WEIGHT)
-    return weights
 
 
 def _path_words(path: str) -> list[str]:
@@ -320,7 +264,7 @@ def score(
     for ident, term in zip(ids, id_terms, strict=True):
         weights[term] = ID_WEIGHT.get(ident.kind, DEFAULT_ID_WEIGHT)
     live, idf = _bm25_all(docs, nodes, weights)
-    expansion = _feedback_terms(nodes, counted, weights, idf)
+    expansion = feedback_terms([n.own_score for n in nodes], counted, weights, idf)
     if expansion:
         _count_terms(nodes, counted, set(expansion))
         weights.update(expansion)
@@ -387,63 +331,6 @@ def _bm25_all(
             sub = SUBTREE_WEIGHT * _bm25(n.sub_tf, n.sub_len, avg_sub, live, idf)
             n.base = max(n.own_score, sub)
     return live, idf
-
-
-def _feedback_terms(
-    nodes: Sequence[_Node],
-    counted: Sequence[tuple[Counter[str], list[str]]],
-    weights: Mapping[str, float],
-    idf: Mapping[str, float],
-) -> dict[str, float]:
-    """Pseudo-relevance feedback: distinctive words of the best few sections, as weak extra terms.
-
-    A task often describes in its own words what the documentation names differently; the
-    sections that match it best tend to use the documentation's words, which then find the rest
-    (the reference page beside the guide). Only words rare in the corpus are taken, weakly.
-    """
-    top = heapq.nlargest(FEEDBACK_SECTIONS, range(len(nodes)), key=lambda i: (nodes[i].own_score, -i))
-    top = [i for i in top if nodes[i].own_score > 0]
-    if not top:
-        return {}
-    tf: Counter[str] = Counter()
-    for i in top:
-        wc, extra = counted[i]
-        for word, n in wc.items():
-            for t in word_tokens(word):
-                tf[t] += n
-        tf.update(extra)
-    known = {t for t in weights}
-    cands = [t for t in tf if t not in known and len(t) > 2 and not t.isdigit()]
-    if not cands:
-        return {}
-    df = _doc_freq(nodes, counted, set(cands))
-    total = len(nodes)
-    scored = []
-    for t in cands:
-        d = df.get(t, 0)
-        if d == 0 or d > max(total * FEEDBACK_MAX_DF, 3) or tf[t] < 2:
-            continue
-        scored.append((tf[t] * math.log(1 + (total - d + 0.5) / (d + 0.5)), t))
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    chosen = scored[:FEEDBACK_TERMS]
-    if not chosen:
-        return {}
-    top_score = chosen[0][0]
-    return {t: FEEDBACK_WEIGHT * sc / top_score for sc, t in chosen}
-
-
-def _doc_freq(
-    nodes: Sequence[_Node], counted: Sequence[tuple[Counter[str], list[str]]], terms: set[str]
-) -> Counter[str]:
-    vocab: set[str] = set()
-    for wc, _ in counted:
-        vocab.update(wc)
-    hits = hits_for(vocab, terms)
-    df: Counter[str] = Counter()
-    for wc, extra in counted:
-        found = set(term_counts(wc, hits, terms)) | (set(extra) & terms)
-        df.update(found)
-    return df
 
 
 def _count_terms(
