@@ -1,7 +1,10 @@
 """The Context Capsule: the task, the mandatory instructions and the Markdown sections it needs.
 
 Modules: ``markdown`` (section maps from markdown-it-py tokens), ``text`` (tokens and task
-identifiers), ``select`` (scoring and choosing sections), ``sources`` (which files, their roles
-and the safety rules), ``cache`` (section-map notes and the context fingerprint), ``capsule``
-(assembly and the public ``build_capsule``), ``warm`` (the fast reuse path without heavy imports).
+identifiers), ``query`` (the task's weighted words), ``conventions`` (which sections say how to
+test, commit, build or format), ``select`` (scoring and choosing sections), ``deferred`` (the
+section a mandatory rule points to for its details), ``sources`` (which files, their roles and
+the safety rules), ``cache`` (section-map notes and the context fingerprint), ``capsule``
+(assembly and the public ``build_capsule``), ``warm`` and ``stamp`` (the reuse paths; ``stamp``
+serves a warm capsule with the standard library only), ``runner`` (the command without click).
 """
