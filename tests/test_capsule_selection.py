@@ -204,3 +204,19 @@ def test_one_short_sentence_under_a_convention_heading_is_a_rule_not_a_placehold
     root = make_repo(tmp_path / "repo", files)
     res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
     assert "Use Conventional Commits." in _part(res.text, "## Relevant sections", "## Left out")
+
+
+def test_a_section_whose_heading_names_no_class_takes_the_class_that_matters_more(tmp_path: Path) -> None:
+    contributing = (
+        "# Contributing\n\nSend pull requests against main.\n\n"
+        "## Steps to Contribute\n\nClaim an issue first.\n\n```\nmake test   # make sure all tests pass\n```\n\n"
+        "We use golangci-lint; the linter runs in CI, and a formatter fixes most of what it reports.\n"
+    )
+    files = {"CONTRIBUTING.md": contributing, **_filler()}
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    assert "make test   # make sure all tests pass" in relevant
+    label = next(ln for ln in relevant.splitlines() if "Steps to Contribute" in ln and ln.startswith("#### "))
+    signals = relevant.split(label, 1)[1].splitlines()[1]
+    assert "convention testing" in signals

@@ -210,7 +210,7 @@ def _prior(kind: str, title: str, body: str, classes: Sequence[_Class] = ()) -> 
     if not title or not kind:
         return "", 0.0
     dev = kind == "dev"
-    best, best_strength = ("", 0.0), 0.0
+    best: tuple[str, float] = ("", 0.0)
     for name, weight, core, weak in classes or _CLASSES:
         strong = [m.span() for m in core.finditer(title)]
         light = [m.span() for m in weak.finditer(title)]
@@ -221,9 +221,12 @@ def _prior(kind: str, title: str, body: str, classes: Sequence[_Class] = ()) -> 
             or re.search(r"\b(development|contribut\w*|from source)\b", title, re.I)
         ):
             continue
-        strength = _strength(name, title, strong, light, body)
-        if strength > best_strength:  # the class the heading is most about; ties to the first
-            best, best_strength = (name, weight * strength * (1.0 if dev else 0.75)), strength
+        prior = weight * _strength(name, title, strong, light, body) * (1.0 if dev else 0.75)
+        # The heading decides the class (its cover outweighs what the body adds); where only the
+        # body speaks ("Steps to contribute" over `make test` and a linter), the class that
+        # matters more to a task wins. Ties go to the first.
+        if prior > best[1]:
+            best = (name, prior)
     return best
 
 
