@@ -116,3 +116,20 @@ def test_a_deferred_section_holding_a_credential_is_withheld(tmp_path: Path) -> 
     assert token not in text
     withheld = text.split("Withheld (a known credential format is in the text", 1)[1]
     assert "`services/api/AGENTS.md` § services/api › Database migrations · lines 7-10" in withheld
+
+
+def test_an_at_mention_is_a_reference_too_but_an_email_address_is_not(tmp_path: Path) -> None:
+    from gitpilot.context.deferred import references
+
+    assert references("For Playwright, see @packages/testing/AGENTS.md (janitor).") == [
+        ("packages/testing/AGENTS.md", "")
+    ]
+    assert references("Write to ops@example.md or see `docs/a.md` and [b](b.md#c).") == [
+        ("docs/a.md", ""),
+        ("b.md", "c"),
+    ]
+    files = _base()
+    files["AGENTS.md"] = ROOT_AGENTS.replace(
+        "described in `services/api/AGENTS.md`", "described in @services/api/AGENTS.md"
+    )
+    assert "Use expand/contract: add the new column, backfill," in _capsule(tmp_path, files)

@@ -30,10 +30,12 @@ from gitpilot.context.text import tokens
 MIN_SHARED = 2  # distinct words the referring sentence and the section's own text must share
 CONTEXT_LINES = 3  # the referring sentence: its paragraph, at most this many lines either side
 
-# `path/to/FILE.md` or `FILE.md#anchor` in backticks, or a Markdown link to one.
+# `path/to/FILE.md` or `FILE.md#anchor` in backticks, a Markdown link to one, or an agent
+# memory style mention, "see @docs/testing.md".
 _REF = re.compile(
     r"`([^`\s]+?\.(?:md|mdx|markdown))(#[^`\s]*)?`"
-    r"|\]\(\s*<?([^()\s<>]+?\.(?:md|mdx|markdown))(#[^()\s<>]*)?>?(?:\s+\"[^\"]*\")?\s*\)",
+    r"|\]\(\s*<?([^()\s<>]+?\.(?:md|mdx|markdown))(#[^()\s<>]*)?>?(?:\s+\"[^\"]*\")?\s*\)"
+    r"|(?<![\w@/`])@([\w./-]+?\.(?:md|mdx|markdown))(?![\w/-])",
     re.I,
 )
 
@@ -42,7 +44,7 @@ def references(line: str) -> list[tuple[str, str]]:
     """(target as written, anchor without '#') of every local Markdown file ``line`` refers to."""
     out: list[tuple[str, str]] = []
     for m in _REF.finditer(line):
-        target = m.group(1) or m.group(3) or ""
+        target = m.group(1) or m.group(3) or m.group(5) or ""
         anchor = (m.group(2) or m.group(4) or "").lstrip("#")
         if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
             continue
