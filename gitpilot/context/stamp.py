@@ -14,8 +14,8 @@ else falls back to the full check in ``warm``: a stamp can only make a run faste
 serve a capsule the fingerprint would reject.
 
 The stamp is a ``marshal`` dump of plain values, and this module imports only ``os`` and
-``marshal`` (builtins) at module level, plus blake3 for the task id: no json, re, pathlib,
-typing or a second hash, whose imports cost more than the whole check. The signatures are
+``marshal`` (builtins) at module level, and the built-in blake2b for the stamp's name: no
+json, re, pathlib, typing or blake3, whose imports cost more than the whole check. The signatures are
 compared as bytes (one ``marshal.dumps`` of a list of tuples), not hashed.
 """
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-STAMP_FORMAT = 4
+STAMP_FORMAT = 5
 CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
 # git's racy window: a file whose mtime is this close to (or after) the moment its content
 # was read may change again without its signature changing.
@@ -74,14 +74,18 @@ def find_repo(cwd: str) -> tuple[str, str] | None:
     return None if found is None else (found[0], found[1])
 
 
-def task_id(task_text: str) -> str:
-    import blake3
+def stamp_key(task_text: str) -> str:
+    """The name of a task's stamp: blake2b of the exact task text. The stamp records the task's
+    id (blake3) itself, so this path never loads blake3, whose import costs more than the hash."""
+    try:
+        from _blake2 import blake2b  # built into CPython; hashlib would load OpenSSL first
+    except ImportError:  # pragma: no cover - a Python built without it
+        from hashlib import blake2b
+    return blake2b(task_text.encode("utf-8"), digest_size=16).hexdigest()
 
-    return str(blake3.blake3(task_text.encode("utf-8")).hexdigest())
 
-
-def stamp_path(git_dir: str | os.PathLike[str], tid: str) -> str:
-    return os.path.join(git_dir, "pilot", f"capsule-{tid}.stamp")
+def stamp_path(git_dir: str | os.PathLike[str], key: str) -> str:
+    return os.path.join(git_dir, "pilot", f"capsule-{key}.stamp")
 
 
 def take_sigs(root: str, names: list[str], racy_after: int | None = None) -> tuple[bytes, list[str], bool]:
@@ -108,25 +112,39 @@ def take_sigs(root: str, names: list[str], racy_after: int | None = None) -> tup
     return marshal.dumps(sigs, SIGS_MARSHAL), missing, racy
 
 
-def _sig_list(prefix: str, names: list[str]) -> list[tuple[int, int, int, int]]:
-    lstat = os.lstat
-    return [(st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode) for st in map(lstat, [prefix + n for n in names])]
+def _sig_list(names: list[str]) -> list[tuple[int, int, int, int]]:
+    """(size, mtime_ns, inode, mode) of every name; OSError when one is missing."""
+    return [(st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode) for st in map(os.lstat, names)]
 
 
 def sigs_hold(root: str, present: list[str], absent: list[str], expected: bytes) -> bool:
-    """Whether every ``present`` file still has its recorded signature and no ``absent`` one exists."""
-    prefix = root.rstrip("/") + "/"
+    """Whether every ``present`` file still has its recorded signature and no ``absent`` one exists.
+
+    The names are looked up relative to ``root`` as the working directory (restored after):
+    the kernel then walks no absolute prefix for each of thousands of files."""
+    try:
+        here = os.getcwd()
+        os.chdir(root)
+    except OSError:
+        return False
+    try:
+        return _sigs_hold_here(present, absent, expected)
+    finally:
+        os.chdir(here)
+
+
+def _sigs_hold_here(present: list[str], absent: list[str], expected: bytes) -> bool:
     try:
         # (a second thread for half the files was tried: in a fresh process starting it costs
         # more than the overlap saves)
-        got = _sig_list(prefix, present)
+        got = _sig_list(present)
     except OSError:  # a file went missing
         return False
     if marshal.dumps(got, SIGS_MARSHAL) != expected:
         return False
     for rel in absent:
         try:
-            os.lstat(prefix + rel)
+            os.lstat(rel)
         except OSError:
             continue
         return False
@@ -145,16 +163,18 @@ def express(cwd: str | os.PathLike[str], task_text: str) -> Hit | None:
     if found is None:
         return None
     root, git_dir = found
-    tid = task_id(task_text)
     try:
-        with open(stamp_path(git_dir, tid), "rb") as fh:
+        with open(stamp_path(git_dir, stamp_key(task_text)), "rb") as fh:
             stamp = marshal.load(fh)
     except (OSError, ValueError, EOFError, TypeError):
         return None
     from gitpilot import __version__
 
+    tid = stamp.get("task_id") if isinstance(stamp, dict) else None
     if (
-        not isinstance(stamp, dict)
+        not isinstance(tid, str)
+        or len(tid) != 64
+        or not tid.isalnum()
         or stamp.get("format") != STAMP_FORMAT
         or stamp.get("version") != __version__
         or stamp.get("root") != root
@@ -183,6 +203,7 @@ def write_stamp(
     root: Path,
     tid: str,
     *,
+    key: str,
     index_sig: list[int],
     fingerprint: str,
     capsule: bytes,
@@ -209,6 +230,7 @@ def write_stamp(
     body = {
         "format": STAMP_FORMAT,
         "version": __version__,
+        "task_id": tid,
         "root": real_root,
         "index": index,
         "fingerprint": fingerprint,
@@ -220,9 +242,9 @@ def write_stamp(
         "baseline_bytes": baseline_bytes,
         "capsule_bytes": capsule_bytes,
     }
-    path = stamp_path(git_dir, tid)
+    path = stamp_path(git_dir, key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = os.path.join(os.path.dirname(path), f".capsule-{tid}.stamp.{os.getpid()}.tmp")
+    tmp = os.path.join(os.path.dirname(path), f".capsule-{key}.stamp.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
         marshal.dump(body, fh)
     os.replace(tmp, path)

@@ -49,6 +49,7 @@ class State:
     sources_at_plan: set[str] = field(default_factory=set)
     index_sig: list[int] = field(default_factory=list)
     started_ns: int = 0  # when the sources were first looked at: later mtimes are racy
+    stamp_key: str = ""  # the name of the express path's stamp (of the exact task text)
 
     @property
     def md_name(self) -> str:
@@ -77,7 +78,7 @@ def options_from(cfg: Config) -> S.Options:
 
 def prepare(repo: Repo, task_text: str) -> State:
     from gitpilot import config as config_mod
-    from gitpilot.context.stamp import signature
+    from gitpilot.context.stamp import signature, stamp_key
     from gitpilot.redact import is_credential_filename
     from gitpilot.store.tasks import task_id
 
@@ -118,6 +119,7 @@ def prepare(repo: Repo, task_text: str) -> State:
         sources_at_plan=set(srcs),
         index_sig=index_sig,
         started_ns=started_ns,
+        stamp_key=stamp_key(task_text),
     )
 
 
@@ -185,6 +187,7 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: byte
         repo.git_dir,
         state.root,
         state.task_id,
+        key=state.stamp_key,
         index_sig=state.index_sig,
         fingerprint=str(manifest.get("fingerprint")),
         capsule=body,
