@@ -19,7 +19,7 @@ ROOT_AGENTS = """# Agent guide
 
 - Never write a database migration that drops a column in one step; use the
   expand/contract pattern described in `services/api/AGENTS.md`.
-- Handle reports as [the security policy](SECURITY.md#reporting-a-flaw) says.
+- Handle reports as [the reporting guide](docs/reporting.md#reporting-a-flaw) says.
 - See `docs/overview.md`.
 """
 API_AGENTS = """# services/api
@@ -37,7 +37,7 @@ switch reads, drop the old column in a later release.
 
 One file per resource.
 """
-SECURITY = """# Security
+REPORTING = """# Reporting
 
 ## Supported versions
 
@@ -61,7 +61,7 @@ def _base() -> dict[str, str]:
     return {
         "AGENTS.md": ROOT_AGENTS,
         "services/api/AGENTS.md": API_AGENTS,
-        "SECURITY.md": SECURITY,
+        "docs/reporting.md": REPORTING,
         "docs/STYLE.md": STYLE,
         "docs/overview.md": OVERVIEW,
     }
@@ -78,6 +78,7 @@ def test_a_guardrail_brings_the_section_it_defers_to_and_only_that(tmp_path: Pat
 def test_an_anchor_names_the_section(tmp_path: Path) -> None:
     text = _capsule(tmp_path, _base())
     assert "we answer within two days" in text
+    assert "Only the latest release." not in text  # the other section of that file
 
 
 def test_a_bare_pointer_or_a_rule_outside_the_mandatory_sections_brings_nothing(tmp_path: Path) -> None:
@@ -133,3 +134,20 @@ def test_an_at_mention_is_a_reference_too_but_an_email_address_is_not(tmp_path: 
         "described in `services/api/AGENTS.md`", "described in @services/api/AGENTS.md"
     )
     assert "Use expand/contract: add the new column, backfill," in _capsule(tmp_path, files)
+
+
+def test_the_details_of_many_pointers_add_up_to_one_section_budget_at_most(tmp_path: Path) -> None:
+    files = _base()
+    rules = []
+    for i in range(6):
+        files[f"docs/rule{i}.md"] = (
+            f"# Rule {i}\n\n## Retention {i}\n\nKeep records of kind {i} for {i + 1} years. " + "Detail. " * 120 + "\n"
+        )
+        rules.append(f"- Retention of kind {i} records follows `docs/rule{i}.md`.\n")
+    files["AGENTS.md"] = ROOT_AGENTS + "".join(rules)
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), TASK, use_cache=False)
+    deferred = [p for p in res.manifest["mandatory"] if "details of the mandatory rule" in p["why"]]
+    assert 1 < len(deferred) < 7
+    sizes = [len("".join(files[p["path"]].splitlines(True)[p["start"] - 1 : p["end"]]).encode()) for p in deferred]
+    assert sum(sizes) <= 4000

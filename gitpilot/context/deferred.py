@@ -13,8 +13,8 @@ in mandatory text (a section of a rule file whose heading names a mandatory keyw
   that shares nothing particular with any section is a pointer to the whole file, which the
   capsule names in its left-out list instead).
 
-Only sections up to the capsule's ``max_section_bytes`` are taken: a deferred detail is a rule,
-not a chapter. Pure functions over section maps and lines; the capsule turns the result into
+Only sections up to the capsule's ``max_section_bytes`` are taken, and no more than that in
+all: a deferred detail is a rule, not a chapter. Pure functions over section maps and lines; the capsule turns the result into
 excerpts.
 """
 
@@ -126,9 +126,12 @@ def deferred(
     max_bytes: int,
 ) -> list[tuple[str, Section, str, int]]:
     """For mandatory text ``(path, first line, last line)``: (target path, section, referring
-    path, referring line) of every section a reference in it defers to, once each, in order."""
+    path, referring line) of every section a reference in it defers to, once each, in order,
+    while they add up to at most ``max_bytes`` (a guardrail list that points to many files
+    would otherwise turn the capsule into all of them; the rest stay ordinary candidates)."""
     out: list[tuple[str, Section, str, int]] = []
     seen: set[tuple[str, int]] = set()
+    total = 0
     for path, lo, hi in regions:
         text = lines.get(path)
         if text is None:
@@ -142,8 +145,9 @@ def deferred(
                 if sec is None or (dest, sec.pos) in seen:
                     continue
                 size = len("".join(lines[dest][sec.start - 1 : sec.end]).encode("utf-8"))
-                if size > max_bytes:
+                if total + size > max_bytes:
                     continue
+                total += size
                 seen.add((dest, sec.pos))
                 out.append((dest, sec, path, n))
     return out
