@@ -248,3 +248,19 @@ def test_no_area_is_inferred_when_a_convention_section_is_the_best_match(tmp_pat
     # the same page as the best match of all does say the task is in the ui area
     res = build_capsule(repo, "The field picker popup ignores Ctrl+Space")
     assert "nested instruction file for `packages/ui/`, the area of the best matches" in res.text
+
+
+def test_a_long_excerpt_of_many_headings_names_no_area(tmp_path: Path) -> None:
+    notes = "# Migration notes\n\n" + "".join(
+        f"## Add {area} table {i}\n\nMigration {i} adds the {area} table and its index.\n\n"
+        for i, area in enumerate(["events", "logging", "workers", "blocks", "events", "logging", "workers", "blocks"])
+    )
+    extra = {
+        "db/MIGRATION-NOTES.md": notes,
+        **{f"packages/{a}/AGENTS.md": f"# {a}\n\n## Rules\n\nThe {a} package rule.\n" for a in ("events", "logging")},
+    }
+    extra.update({f"docs/p{i}.md": f"# Page {i}\n\n" + "Colours and fonts of the dashboard.\n" * 30 for i in range(30)})
+    res = build_capsule(_repo(tmp_path, extra), "Add a migration with a new table index")
+    assert "`db/MIGRATION-NOTES.md`" in res.text.split("## Relevant sections", 1)[1]
+    assert "the area of the best matches" not in res.text
+    assert "package rule" not in res.text

@@ -37,6 +37,7 @@ MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
 LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
 AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
+AREA_HEADINGS = 6  # an excerpt with more headings than this says little of one area
 _NO_SRC = S.Source("", set(), "")
 _SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
@@ -697,10 +698,20 @@ def _area_words(srcs: Mapping[str, S.Source], files: _Files, sel: Any) -> set[st
         for part in parts:
             if part.lower() not in GENERIC_DIRS and part.lower() not in ("readme", "index"):
                 words.update(tokens(part.replace("-", " ").replace("_", " ")))
+        # the headings that name the excerpt (its path, the sections merged into it) and, for a
+        # short excerpt, the subsections inside it ("Rolling update › Worker shutdown"); not the
+        # headings of a long one: release notes with a hundred headings name every area there is
+        first, *merged = pick.heading.split(" + ")
+        words.update(tokens(first.replace("›", " ")))
         smap = files.maps.get(pick.path)
-        for sec in smap.sections if smap is not None else ():
-            if sec.level and pick.start <= sec.start <= pick.end:
-                words.update(tokens(sec.title))
+        inside = [
+            sec.title
+            for sec in (smap.sections if smap is not None else ())
+            if sec.level and pick.start <= sec.start <= pick.end
+        ]
+        if len(inside) <= AREA_HEADINGS:
+            for title in inside + merged:
+                words.update(tokens(title))
     return words
 
 
