@@ -264,3 +264,18 @@ def test_a_long_excerpt_of_many_headings_names_no_area(tmp_path: Path) -> None:
     assert "`db/MIGRATION-NOTES.md`" in res.text.split("## Relevant sections", 1)[1]
     assert "the area of the best matches" not in res.text
     assert "package rule" not in res.text
+
+
+def test_a_directory_named_like_the_project_is_not_named_by_the_word_alone(tmp_path: Path) -> None:
+    extra = {
+        "src/acme/AGENTS.md": "# acme package\n\n## Rules\n\nKeep the acme core free of I/O.\n",
+        "packages/ledger/AGENTS.md": "# ledger\n\n## Rules\n\nLedger amounts are integers.\n",
+        **{f"docs/p{i}.md": f"# Page {i}\n\nAcme shows page {i} of the dashboard.\n" for i in range(20)},
+    }
+    repo = _repo(tmp_path, extra)
+    text = build_capsule(repo, "Acme crashes when the ledger is empty").text
+    # a word only its own area uses names it; "Acme" is on every page: it names the project
+    assert "nested instruction file for `packages/ledger/`, which the task names" in text
+    assert "nested instruction file for `src/acme/`" not in text
+    text = build_capsule(repo, "Acme crashes in src/acme/cli.py when started twice").text
+    assert "nested instruction file for `src/acme/`, which the task names" in text  # a path still does

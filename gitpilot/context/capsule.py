@@ -38,6 +38,8 @@ LEFT_OUT_SHOWN = 20
 LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
 AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
 AREA_HEADINGS = 6  # an excerpt with more headings than this says little of one area
+PROJECT_WORD_SHARE = 0.5  # a directory name in more of the context files than this names the project
+PROJECT_WORD_MIN_FILES = 10  # (too few files to tell)
 _NO_SRC = S.Source("", set(), "")
 _SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
@@ -595,14 +597,22 @@ def _nested(
             continue
         directory = path.rsplit("/", 1)[0]
         base = directory.rsplit("/", 1)[-1]
-        by_word = len(base) >= 3 and re.search(
-            r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", task, re.IGNORECASE
-        )
+        word_rx = re.compile(r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", re.IGNORECASE)
+        by_word = len(base) >= 3 and word_rx.search(task) and not _names_the_project(word_rx, files)
         by_path = re.search(r"(?<![\w/.-])" + re.escape(directory) + r"(?![\w-])", task, re.IGNORECASE)
         if S.applies_to(named, directory, tracked) or by_word or by_path:
             why = f"nested instruction file for `{directory}/`, which the task names"
             out += _whole(path, files, "", why, shown, withheld)
     return out
+
+
+def _names_the_project(word_rx: re.Pattern[str], files: _Files) -> bool:
+    """Whether a directory's name is a word most of the documentation uses: then it names the
+    project (``src/prefect/`` in Prefect's repository), and a task that says it names no area."""
+    texts = list(files.texts.values())
+    if len(texts) < PROJECT_WORD_MIN_FILES:
+        return False
+    return sum(1 for t in texts if word_rx.search(t)) > PROJECT_WORD_SHARE * len(texts)
 
 
 def _repeats_shown(
