@@ -220,3 +220,33 @@ def test_a_section_whose_heading_names_no_class_takes_the_class_that_matters_mor
     label = next(ln for ln in relevant.splitlines() if "Steps to Contribute" in ln and ln.startswith("#### "))
     signals = relevant.split(label, 1)[1].splitlines()[1]
     assert "convention testing" in signals
+
+
+def test_a_frozen_copy_of_an_older_version_yields_to_the_current_page(tmp_path: Path) -> None:
+    page = "# Settings\n\n## Client\n\nThe client waits `{}` seconds for the handshake (`CLIENT_INIT_TIMEOUT`).\n"
+    old = page.format(10) + "If the server never answers, the handshake hangs forever.\n"
+    files = {"docs/more/settings.md": page.format(30), "docs/v3/more/settings.md": old, **_filler()}
+    files["docs/v3/only-old.md"] = "# Legacy\n\n## Handshake\n\nThe v3 handshake had no timeout at all.\n"
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "`CLIENT_INIT_TIMEOUT`: the handshake hangs forever")
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    assert "waits `30` seconds" in relevant
+    first = _excerpt_paths(relevant)[0]
+    assert first == "docs/more/settings.md"
+    # a page with no current twin is not a copy: it still competes on its own words
+    assert "docs/v3/only-old.md" in _excerpt_paths(relevant)
+
+
+def test_an_examples_readme_and_a_list_of_pull_requests_take_no_convention_slot(tmp_path: Path) -> None:
+    files = {
+        "CONTRIBUTING.md": CONTRIBUTING,
+        "examples/demo/README.md": "# Demo\n\n## Running the tests\n\nRun `pytest demo_test.py` in this folder.\n",
+        "dev-docs/notes/providers.md": "# Provider notes\n\n## PR\n\n- #2748 - Convert provider tests\n",
+        **_filler(),
+    }
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    assert "Run `make test` before you push" in relevant
+    assert "demo_test.py" not in relevant
+    assert "#2748" not in relevant

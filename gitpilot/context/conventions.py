@@ -178,12 +178,17 @@ def own_body(doc: DocFile, sec: Section) -> str:
     return range_text(doc.lines, sec.start + (1 if sec.level else 0), sec.body_end)
 
 
+# Directories of examples, samples, demos and templates: their READMEs describe themselves.
+_EXAMPLE_DIR = re.compile(r"(^|/)(examples?|samples?|demos?|templates?|starters?|boilerplates?)/", re.I)
+
+
 def _file_kind(doc: DocFile) -> str:
     """ "dev" for rule files and developer-facing documents, "readme" for READMEs, else "".
 
     A nested instruction file's conventions are its directory's: never conventions for the task
-    (when the task is in that directory, the whole file is shown)."""
-    if doc.nested:
+    (when the task is in that directory, the whole file is shown). So are an example's: the
+    "Running the tests" of ``examples/auth-demo/README.md`` runs that example, not the project's."""
+    if doc.nested or (not doc.rule and _EXAMPLE_DIR.search(doc.path)):
         return ""
     if doc.rule or _DEV_FILE.search(doc.path) or _dev_by_name(doc.path):
         return "dev"
@@ -357,10 +362,16 @@ def _lend_to_subsections(smap: SectionMap, table: list[tuple[str, float]], pos: 
 _PLACEHOLDER_WORDS = frozenset("todo tbd tba xxx fixme".split())
 
 
+# A list item that starts with a reference: "- #2748 - Convert provider tests", "* [#12](...)".
+_REFERENCE_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:#\d+|\[[^\]]*\]\([^)]*\)|<?https?://)", re.M)
+
+
 def _placeholder(body: str) -> bool:
-    """Whether a section's own text is a template's placeholder: nothing but list marks, an
-    ellipsis, a comment, or TODO ("1. ..." under "How to test the change:"). One short sentence
-    ("Use Conventional Commits.") is a rule, not a placeholder."""
+    """Whether a section's own text states no rule: a template's placeholder (nothing but list
+    marks, an ellipsis, a comment, or TODO: "1. ..." under "How to test the change:"), or a list
+    of references ("## PR" over "- #2748 - Convert provider tests": which pull request, not how
+    to make one). One short sentence ("Use Conventional Commits.") is a rule."""
     text = re.sub(r"<!--.*?-->", " ", body, flags=re.S)
+    text = "\n".join(ln for ln in text.splitlines() if not _REFERENCE_ITEM.match(ln))
     words = re.findall(r"[^\W\d_]{2,}", text)
     return all(w.lower() in _PLACEHOLDER_WORDS for w in words)

@@ -70,6 +70,24 @@ _CHANGELOG_TASK = re.compile(
 )
 # Dated narrative (blog posts, news, archives) rarely states how things work now.
 _DATED = re.compile(r"(^|/)(blog|blogs|posts|news|archive|archived|press)(/|$)", re.I)
+# A directory of one version of the documentation: ``docs/v2/``, ``versioned_docs/version-1.4/``.
+_VERSION_DIR = re.compile(r"(^|/)(v\d+(\.\d+)*|\d+\.\d+(\.\d+|\.x)?|version-[\w.]+)/", re.I)
+
+
+def _versioned_copies(paths: Sequence[str]) -> set[str]:
+    """Pages under a version directory that repeat a page of the current documentation
+    (``docs/v2/servers/tools.mdx`` beside ``docs/servers/tools.mdx``): the frozen copy of an
+    older release, damped like release notes. A version directory with no current twin (the
+    only copy of the docs) is left alone."""
+    have = set(paths)
+    out: set[str] = set()
+    for path in paths:
+        for m in _VERSION_DIR.finditer(path):
+            twin = path[: m.start()] + m.group(1) + path[m.end() :]
+            if twin in have:
+                out.add(path)
+                break
+    return out
 GENERIC_DIRS = frozenset(
     "src lib libs source sources app apps pkg pkgs packages internal cmd docs doc test tests spec "
     "specs main core common util utils include bin scripts".split()
@@ -388,8 +406,10 @@ def _apply_paths_and_priors(
     paths = named_paths(list(ids))
     changelog_task = bool(_CHANGELOG_TASK.search(task))
     file_boost = [_path_match(doc.path, paths) for doc in docs]
+    copies = _versioned_copies([doc.path for doc in docs])
     damped = [
-        (bool(_CHANGELOG.search(doc.path)) or bool(_DATED.search(doc.path))) and not changelog_task
+        (bool(_CHANGELOG.search(doc.path)) or bool(_DATED.search(doc.path)) or doc.path in copies)
+        and not changelog_task
         for doc in docs
     ]
     priors, linked = convention_priors(docs, task)
@@ -405,7 +425,7 @@ def _apply_paths_and_priors(
             s *= 0.4
         if doc.nested:
             s *= 0.5  # rules for another directory than the task's (else the whole file is shown)
-        prior_class, prior = priors[n.doc][n.sec] if n.doc in priors else ("", 0.0)
+        prior_class, prior = priors[n.doc][n.sec] if n.doc in priors and not damped[n.doc] else ("", 0.0)
         if prior_class:
             via_prior = prior * ref + 0.25 * s
             if via_prior > s:
