@@ -250,3 +250,23 @@ def test_an_examples_readme_and_a_list_of_pull_requests_take_no_convention_slot(
     assert "Run `make test` before you push" in relevant
     assert "demo_test.py" not in relevant
     assert "#2748" not in relevant
+
+
+def test_a_translation_guide_in_i18n_is_read_but_the_translations_are_not(tmp_path: Path) -> None:
+    from gitpilot.context.sources import excluded_by_default
+
+    files = {
+        "i18n/README.md": "# Documentation translations\n\nRun `make i18n-sync` after changing an English page.\n",
+        "i18n/es/README.md": "# Traducciones\n\nEjecute `make i18n-sync` tras cambiar una página.\n",
+        "i18n/ja.md": "# 翻訳\n\n`make i18n-sync` を実行してください。\n",
+        **_filler(),
+    }
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "How do I update the translated pages after an English change?")
+    assert "Run `make i18n-sync` after changing an English page." in res.text
+    assert "Ejecute" not in res.text and "実行" not in res.text
+    assert [excluded_by_default(p) for p in ("i18n/README.md", "i18n/es/README.md", "i18n/ja.md")] == [
+        False,
+        True,
+        True,
+    ]

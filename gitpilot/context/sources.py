@@ -43,9 +43,12 @@ _SKIP_DIRS = frozenset(
     thirdparty external externals _vendor site-packages .venv venv .tox .nox Pods Carthage
     dist build _build builddir generated __generated__ gen out target coverage htmlcov .next .nuxt
     .docusaurus .vitepress/cache .cache .changeset .yarn
-    testdata test-data test_data fixtures __fixtures__ __snapshots__ snapshots golden goldens
-    i18n l10n locale locales translations translated""".split()
+    testdata test-data test_data fixtures __fixtures__ __snapshots__ snapshots golden goldens""".split()
 )
+# Directories of translated pages: what lies below them in a language's folder (``i18n/es/``) or
+# is named for a language (``i18n/ja.md``) is a translation; a page directly inside, such as
+# ``i18n/README.md`` on how translations are made, is the project's own.
+_TRANSLATION_DIRS = frozenset("i18n l10n locale locales translations translated".split())
 _LANGS = frozenset(
     """ar bg bn ca cs da de el es et fa fi fr ga he hi hr hu hy id it ja ka kk km ko lt lv mk ml mn
     ms my nb ne nl nn no pa pl pt ro ru si sk sl sq sr sv sw ta te th tl tr uk ur uz vi zh
@@ -233,11 +236,13 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
 def excluded_by_default(path: str) -> bool:
     """Vendored, generated, test-data or translated documentation (the default ``files`` skips it)."""
     parts = path.split("/")
-    for part in parts[:-1]:
+    stem = parts[-1].rsplit(".", 1)[0].lower()
+    for i, part in enumerate(parts[:-1]):
         low = part.lower()
         if low in _SKIP_DIRS or part in _SKIP_DIRS or low in _LANGS:
             return True
-    stem = parts[-1].rsplit(".", 1)[0].lower()
+        if low in _TRANSLATION_DIRS and (i < len(parts) - 2 or stem.replace("_", "-") in _LANGS):
+            return True
     m = _LANG_SUFFIX.search(stem)
     if m and m.group(1).replace("_", "-") in _LANGS and m.group(1) not in ("md",):
         return True
