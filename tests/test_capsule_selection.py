@@ -270,3 +270,24 @@ def test_a_translation_guide_in_i18n_is_read_but_the_translations_are_not(tmp_pa
         True,
         True,
     ]
+
+
+def test_a_task_that_adds_to_the_changelog_gets_its_head(tmp_path: Path) -> None:
+    releases = "".join(
+        f"## 1.{i}.0 - 2026-0{1 + i % 9}-01\n\n### Fixed\n\n- Fixed widget {i} colours on the dashboard.\n\n"
+        for i in range(9, 0, -1)
+    )
+    history = (
+        "# History\n\nAll notable changes are recorded here.\n"
+        "The format follows keepachangelog.com; new entries go under Unreleased.\n\n## Unreleased\n\n" + releases
+    )
+    envs = "# Environments\n\n## Listing\n\nThe environments list truncates long dependency names at 30 characters.\n"
+    files = {"docs/history/app.md": history, "docs/envs.md": envs, **_filler()}
+    root = make_repo(tmp_path / "repo", files)
+    task = "Long dependency names are cut off in the environments list. Fix it and add a line to the changelog."
+    text = build_capsule(Repo.discover(root), task).text
+    assert "The format follows keepachangelog.com; new entries go under Unreleased." in text
+    assert "Fixed widget 9 colours" in text  # the newest release: an example of the form
+    text = build_capsule(Repo.discover(root), "Long dependency names are cut off in the environments list").text
+    assert "truncates long dependency names" in text
+    assert "keepachangelog.com" not in text

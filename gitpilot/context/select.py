@@ -74,6 +74,35 @@ _DATED = re.compile(r"(^|/)(blog|blogs|posts|news|archive|archived|press)(/|$)",
 _VERSION_DIR = re.compile(r"(^|/)(v\d+(\.\d+)*|\d+\.\d+(\.\d+|\.x)?|version-[\w.]+)/", re.I)
 
 
+# A task that adds to the changelog (a version number alone only asks about history).
+_CHANGELOG_EDIT = re.compile(r"\b(change ?logs?|release notes?|news (entr(y|ies)|fragments?)|changesets?)\b", re.I)
+CHANGELOG_TOP = 0.6  # of the best word score: the head of a changelog, for a task that adds to it
+CHANGELOG_FILES = 2  # whose head is offered: the shallowest ones (the root CHANGELOG.md first)
+
+
+def _changelog_tops(docs: Sequence[Doc]) -> set[tuple[int, int]]:
+    """Where a new changelog entry goes: the head of each of the shallowest changelog files (its
+    title section's own text, which states the format, e.g. "based on Keep a Changelog") and its
+    first entry section with text (the newest release: an example of the form)."""
+    logs = sorted(
+        (d for d, doc in enumerate(docs) if _CHANGELOG.search(doc.path)),
+        key=lambda d: (docs[d].path.count("/"), docs[d].path),
+    )[:CHANGELOG_FILES]
+    out: set[tuple[int, int]] = set()
+    for d in logs:
+        secs = docs[d].smap.sections
+        if not secs:
+            continue
+        out.add((d, 0))
+        entry_level = min((sec.level for sec in secs[1:] if sec.level), default=0)
+        for sec in secs[1:]:
+            if sec.level == entry_level and re.search(r"\w", range_text(docs[d].lines, sec.start + 1, sec.end)):
+                # the release with its subsections ("### Fixed"), shown whole
+                out.update((d, s.pos) for s in secs if sec.start <= s.start <= sec.end)
+                break
+    return out
+
+
 def _versioned_copies(paths: Sequence[str]) -> set[str]:
     """Pages under a version directory that repeat a page of the current documentation
     (``docs/v2/servers/tools.mdx`` beside ``docs/servers/tools.mdx``): the frozen copy of an
@@ -413,11 +442,17 @@ def _apply_paths_and_priors(
         for doc in docs
     ]
     priors, linked = convention_priors(docs, task)
+    tops = _changelog_tops(docs) if _CHANGELOG_EDIT.search(task) else set()
     for n in nodes:
         doc = docs[n.doc]
         sec = doc.smap.sections[n.sec]
         kind, boost = file_boost[n.doc]
         s = n.base
+        if (n.doc, n.sec) in tops:
+            # its own text is what matters (the format line), not the releases below it
+            s = max(s, CHANGELOG_TOP * ref)
+            n.own_score = max(n.own_score, s)
+            n.signals.append("where a changelog entry goes")
         if boost:
             s += boost * ref * (1.0 if sec.parent is None else 0.6)
             n.signals.append(f"path {kind}")
