@@ -638,13 +638,14 @@ def floor_commands(bin_dir: Path, python: str, root: Path) -> dict[str, list[str
     one ``os.lstat`` per tracked Markdown file: what a warm check must at least do to see that
     no source changed)."""
     listing = bin_dir / "floor-paths.txt"
-    listing.write_text("\n".join(str(root / p) for p in markdown_paths(root)), encoding="utf-8")
+    listing.write_text("\n".join(markdown_paths(root)), encoding="utf-8")
     scripts = {
         "floor": "pass\n",
-        "floor_lstat": (
+        "floor_lstat": (  # relative to the worktree root, as the warm path looks them up
             "import os\n"
             f"with open({str(listing)!r}, encoding='utf-8') as fh:\n"
             "    names = fh.read().split('\\n')\n"
+            f"os.chdir({str(root)!r})\n"
             "sigs = [(s.st_size, s.st_mtime_ns, s.st_ino, s.st_mode) for s in map(os.lstat, names)]\n"
         ),
     }
