@@ -1,0 +1,222 @@
+"""A loopback stand-in for the OpenAI Responses API, for tests that drive the *real* ``codex``.
+
+Only the server is fake: the CLI is the installed one. ``MockOpenAI`` listens on 127.0.0.1 and
+answers every ``POST .../responses`` with one streamed assistant message (server-sent events, as
+the Responses API streams them). The text is ``review`` when the request is a ``codex review``
+(its instructions ask for a review as JSON) and ``reply`` otherwise. Anything else gets ``{}``.
+Each request is recorded, so a test can see what reached the model. Setting ``error`` (e.g. to
+``usage_limit(resets_at)``) makes every model call fail with that status and JSON body instead.
+
+It doubles as the HTTP(S) proxy of the CLI under test (``env()`` sets ``HTTPS_PROXY`` and the
+rest to the mock, with loopback exempt): a request for any other host arrives here as a
+``CONNECT`` or an absolute URL, is refused, and is listed in ``foreign`` so a test can fail on it.
+
+Codex ignores ``OPENAI_BASE_URL``; it is pointed at the mock through a model provider in
+``$CODEX_HOME/config.toml`` (``config_toml()``), with a dummy key in ``MOCK_OPENAI_KEY``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+REPLY = "done"
+KEY_ENV = "MOCK_OPENAI_KEY"
+PROVIDER = "mockopenai"
+
+
+def review_json(findings: list[dict[str, Any]], explanation: str) -> str:
+    """A review result in the JSON shape ``codex review`` asks its model for."""
+    return json.dumps({
+        "findings": findings,
+        "overall_correctness": "patch is incorrect" if findings else "patch is correct",
+        "overall_explanation": explanation,
+        "overall_confidence_score": 0.7,
+    })
+
+
+def finding(title: str, body: str, path: str, line: int, priority: int = 1) -> dict[str, Any]:
+    return {"title": f"[P{priority}] {title}", "body": body, "confidence_score": 0.8, "priority": priority,
+            "code_location": {"absolute_file_path": path, "line_range": {"start": line, "end": line}}}
+
+
+CLEAN_REVIEW = review_json([], "The change is correct; nothing to report.")
+
+
+def usage_limit(resets_at: int, plan_type: str = "plus") -> tuple[int, dict[str, Any]]:
+    """The 429 the Responses API answers when a ChatGPT plan's usage limit is reached."""
+    return 429, {"error": {"type": "usage_limit_reached", "message": "The usage limit has been reached",
+                           "plan_type": plan_type, "resets_at": resets_at}}
+
+
+def _sse(text: str, n: int) -> bytes:
+    rid, mid = f"resp_mock_{n}", f"msg_mock_{n}"
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 11}
+    item = {"type": "message", "id": mid, "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": rid, "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**item, "status": "in_progress", "content": []}},
+        {"type": "response.output_text.delta", "item_id": mid, "output_index": 0, "content_index": 0,
+         "delta": text},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed",
+         "response": {"id": rid, "status": "completed", "output": [item], "usage": usage}},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _is_review(body: Any) -> bool:
+    """True for the request ``codex review`` sends (its instructions ask for the review JSON)."""
+    text = json.dumps(body) if body is not None else ""
+    return "overall_correctness" in text
+
+
+class MockOpenAI:
+    """``with MockOpenAI() as api: ...``; ``api.url``, ``api.requests``, ``api.foreign``."""
+
+    def __init__(self, reply: str = REPLY, review: str = CLEAN_REVIEW) -> None:
+        self.reply, self.review = reply, review
+        self.error: tuple[int, dict[str, Any]] | None = None  # (status, JSON body) for every model call
+        self.requests: list[tuple[str, str, Any]] = []  # (method, path, body as JSON or None)
+        self.foreign: list[str] = []  # requests meant for another host (through the proxy)
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        mock = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
+                self.send_response(code)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _body(self) -> Any:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    return json.loads(raw) if raw else None
+                except ValueError:
+                    return None
+
+            def _foreign(self) -> bool:
+                if self.command == "CONNECT" or self.path.startswith(("http://", "https://", "ws://", "wss://")):
+                    mock.foreign.append(f"{self.command} {self.path}")
+                    self.close_connection = True
+                    self._send(403, b"")
+                    return True
+                return False
+
+            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
+                self._foreign()
+
+            def do_GET(self) -> None:  # noqa: N802
+                if not self._foreign():
+                    mock._record(self.command, self.path, None)
+                    self._send(200, b"{}")
+
+            def do_POST(self) -> None:  # noqa: N802
+                if self._foreign():
+                    return
+                body = self._body()
+                n = mock._record(self.command, self.path, body)
+                if not self.path.split("?")[0].endswith("/responses"):
+                    self._send(200, b"{}")
+                    return
+                if mock.error is not None:
+                    status, error = mock.error
+                    self._send(status, json.dumps(error).encode())
+                    return
+                text = mock.review if _is_review(body) else mock.reply
+                self._send(200, _sse(text, n), "text/event-stream")
+
+        return Handler
+
+    def _record(self, method: str, path: str, body: Any) -> int:
+        with self._lock:
+            self.requests.append((method, path, body))
+            return len(self.requests)
+
+    @property
+    def url(self) -> str:
+        """The provider's base URL (the Responses API is ``<url>/responses``)."""
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    @property
+    def origin(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def config_toml(self) -> str:
+        """A ``$CODEX_HOME/config.toml`` that sends every model call to this mock, never retrying."""
+        return (
+            "check_for_update_on_startup = false\n"
+            f'model_provider = "{PROVIDER}"\n'
+            "\n"
+            f"[model_providers.{PROVIDER}]\n"
+            'name = "Mock OpenAI"\n'
+            f'base_url = "{self.url}"\n'
+            f'env_key = "{KEY_ENV}"\n'
+            'wire_api = "responses"\n'
+            "supports_websockets = false\n"
+            "request_max_retries = 0\n"
+            "stream_max_retries = 0\n"
+            "\n"
+            "# codex's own traffic that is not a model call (plugin marketplace, analytics): off\n"
+            "[features]\n"
+            "plugins = false\n"
+            "\n"
+            "[analytics]\n"
+            "enabled = false\n"
+        )
+
+    def env(self) -> dict[str, str]:
+        """Environment for the CLI: the dummy key, and this mock as the proxy for any other host."""
+        env = {KEY_ENV: "sk-mock-" + "x" * 20, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+            env[name] = self.origin
+        return env
+
+    def model_requests(self) -> list[Any]:
+        return [body for method, path, body in self.requests
+                if method == "POST" and path.split("?")[0].endswith("/responses")]
+
+    def prompts(self) -> list[str]:
+        """The text of every user message the CLI sent to the model."""
+        texts: list[str] = []
+        for body in self.model_requests():
+            if not isinstance(body, dict):
+                continue
+            for item in body.get("input") or []:
+                if not isinstance(item, dict) or item.get("role") != "user":
+                    continue
+                content = item.get("content")
+                if isinstance(content, str):
+                    texts.append(content)
+                elif isinstance(content, list):
+                    texts += [c.get("text", "") for c in content
+                              if isinstance(c, dict) and c.get("type") in ("input_text", "text")]
+        return texts
+
+    def __enter__(self) -> MockOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
