@@ -27,7 +27,10 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[MockAPI]:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-" + "x" * 20)
         for name in ("DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"):
             monkeypatch.setenv(name, "1")
+        for name, value in mock.proxy_env().items():
+            monkeypatch.setenv(name, value)
         yield mock
+    assert mock.foreign == [], f"claude tried to reach hosts other than the loopback mock: {mock.foreign}"
 
 
 def test_real_claude_runs_and_resumes_a_task_through_git_pilot(

@@ -5,6 +5,9 @@ every ``POST /v1/messages`` with one assistant turn saying ``done`` (streamed as
 events when the request asks for a stream), answers anything else with ``{}``, and records each
 request body so a test can see what reached the model. Point the CLI at it with
 ``ANTHROPIC_BASE_URL=mock.url`` and a dummy ``ANTHROPIC_API_KEY``.
+
+It doubles as the CLI's HTTP(S) proxy (``proxy_env()``, loopback exempt): a request for any other
+host arrives as a ``CONNECT`` or an absolute URL, is refused, and is listed in ``foreign``.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class MockAPI:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, Any]] = []
+        self.foreign: list[str] = []  # requests meant for another host (through the proxy)
         mock = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -80,13 +84,28 @@ class MockAPI:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                self._send(200, b"{}")
+            def _foreign(self) -> bool:
+                if self.command == "CONNECT" or self.path.startswith(("http://", "https://", "ws://", "wss://")):
+                    mock.foreign.append(f"{self.command} {self.path}")
+                    self.close_connection = True
+                    self._send(403, b"")
+                    return True
+                return False
+
+            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
+                self._foreign()
+
+            def do_GET(self) -> None:  # noqa: N802
+                if not self._foreign():
+                    self._send(200, b"{}")
 
             def do_HEAD(self) -> None:  # noqa: N802
-                self._send(200, b"")
+                if not self._foreign():
+                    self._send(200, b"")
 
             def do_POST(self) -> None:  # noqa: N802
+                if self._foreign():
+                    return
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 try:
@@ -114,6 +133,13 @@ class MockAPI:
     def url(self) -> str:
         host, port = self.server.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    def proxy_env(self) -> dict[str, str]:
+        """Environment that routes the CLI's requests for any host but loopback through this mock."""
+        env = {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+            env[name] = self.url
+        return env
 
     def prompts(self) -> list[str]:
         """The text of every user message the CLI sent to the model."""
