@@ -279,3 +279,17 @@ def test_a_directory_named_like_the_project_is_not_named_by_the_word_alone(tmp_p
     assert "nested instruction file for `src/acme/`" not in text
     text = build_capsule(repo, "Acme crashes in src/acme/cli.py when started twice").text
     assert "nested instruction file for `src/acme/`, which the task names" in text  # a path still does
+
+
+def test_a_security_page_outside_the_policy_places_is_not_a_rule_file(tmp_path: Path) -> None:
+    extra = {
+        "design/ctl/security.md": "# Control plane security design\n\n## Security\n\nTokens rotate every hour.\n",
+        ".github/SECURITY.md": "# Security policy\n\nReport flaws to sec@example.com.\n",
+        "docs/community/contributing.md": "# Contributing\n\n## Never\n\nNever force-push to a shared branch.\n",
+    }
+    extra.update({f"docs/p{i}.md": f"# Page {i}\n\n" + "Colours and fonts of the dashboard.\n" * 30 for i in range(30)})
+    res = build_capsule(_repo(tmp_path, extra), "The export button downloads an empty CSV file")
+    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
+    assert "Report flaws to sec@example.com." in mandatory  # the policy, where GitHub reads it
+    assert "Never force-push to a shared branch." in mandatory  # a contributing guide anywhere
+    assert "Tokens rotate every hour." not in res.text  # a design note named security.md

@@ -253,9 +253,19 @@ def is_memory_path(path: str) -> bool:
     return path in MEMORY_FILES or (path.startswith(MEMORY_RULES_DIR + "/") and path.lower().endswith(".md"))
 
 
+# Where a repository keeps its security policy (GitHub reads SECURITY.md from these three):
+# elsewhere a ``security.md`` is a product page or a design note, not a rule for every task.
+_POLICY_DIRS = ("", "docs", ".github")
+
+
 def is_rule_name(path: str, opts: Options) -> bool:
-    base = path.rsplit("/", 1)[-1].upper()
-    if base.startswith(("CONTRIBUTING", "SECURITY")) and base.endswith((".MD", ".MDX")):
+    """A rule file by name: a contributing guide (``CONTRIBUTING*`` anywhere), the security
+    policy (``SECURITY*`` at the root, in ``docs/`` or ``.github/``), or a ``rule_files`` match."""
+    directory, _, name = path.rpartition("/")
+    base = name.upper()
+    if base.endswith((".MD", ".MDX")) and (
+        base.startswith("CONTRIBUTING") or (base.startswith("SECURITY") and directory.lower() in _POLICY_DIRS)
+    ):
         return not excluded_by_default(path)
     return matches(path, opts.rule_files) if opts.rule_files else False
 
