@@ -101,8 +101,6 @@ def test_real_codex_runs_and_resumes_a_task_through_git_pilot(
     assert state_record(repo, tid)["sessions"] == [sid]
 
 
-@pytest.mark.xfail(strict=True, reason="git pilot run shows only Claude's final answer: commands/run.py reads "
-                   "`result` from the last JSON line, and `codex exec --json` ends with turn.completed")
 def test_real_codex_final_answer_is_shown_after_a_run(
     tmp_path: Path, api: MockOpenAI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -127,8 +127,34 @@ def test_codex_outputs_are_read_back_from_the_captured_samples() -> None:
     assert out.failure is not None and out.failure.startswith("You’ve hit your usage limit.")
     ok = codex.outcome(inv, 0, sample("codex-exec-review-json-mock-success.txt"), "")
     assert ok.session_id == "01a22c6e-1dae-7e12-abc2-19e1539a07c3" and ok.failure is None
+    # the final answer is codex's last agent_message (what `git pilot run` shows)
+    assert ok.answer is not None and ok.answer.startswith("Mock explanation.\n\nReview comment:")
+    assert out.answer is None  # a usage limit: no answer, a failure
+
+
+def test_claude_final_answer_is_the_result_and_an_error_result_is_a_failure_not_an_answer() -> None:
+    claude = get("claude")
+    inv = Invocation(("claude", "-p", "hi"), "print")
+    ok = claude.outcome(inv, 0, sample("claude-p-mock-tools-stream-json.txt"), "")
+    assert ok.failure is None and ok.answer is not None and ok.answer.startswith("done")
+    noauth = claude.outcome(inv, 1, sample("claude-p-noauth-json.txt"), "")
+    assert noauth.answer is None and noauth.failure == "Not logged in · Please run /login"
 
 
 def test_an_unknown_agent_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown agent 'grok'"):
         get("grok")
+
+
+def test_run_shows_the_answer_the_adapter_read_and_never_raw_json_events(capsys: pytest.CaptureFixture[str]) -> None:
+    from gitpilot.commands.run import render
+    from gitpilot.tasks.run import Report
+
+    events = '{"type":"thread.started","thread_id":"t1"}\n{"type":"turn.completed"}\n'
+    render(Report("t", "launched", kind="capsule", agent_output=events, answer="Raised the cap to 12000 rpm."))
+    shown = capsys.readouterr().out
+    assert "Raised the cap to 12000 rpm." in shown and "turn.completed" not in shown
+    render(Report("t", "launched", kind="capsule", agent_output=events))
+    assert "turn.completed" not in capsys.readouterr().out
+    render(Report("t", "launched", kind="capsule", agent_output="plain text answer\n"))
+    assert "plain text answer" in capsys.readouterr().out

@@ -100,12 +100,13 @@ class LiveSession:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one finished run printed, read back: the session id and a failure, if any."""
+    """What one finished run printed, read back: the session id, a failure, the final answer."""
 
     exit_code: int
     session_id: str | None = None
     short_id: str | None = None  # a background job's short id
     failure: str | None = None  # the CLI's own failure text (one line)
+    answer: str | None = None  # the agent's final message, as the CLI printed it (print mode)
 
 
 class Adapter(ABC):

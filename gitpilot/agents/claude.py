@@ -167,6 +167,7 @@ class ClaudeAdapter(Adapter):
             return Outcome(exit_code, None, m.group(1) if m else None, bg_failure)
         session_id = invocation.session_id
         failure: str | None = None
+        answer: str | None = None
         result = _result_object(stdout)
         if result is not None:
             printed = result.get("session_id")
@@ -174,12 +175,14 @@ class ClaudeAdapter(Adapter):
                 session_id = printed
             if result.get("is_error") is True:
                 failure = first_line(str(result.get("result") or "")) or "the session ended with an error"
+            elif isinstance(result.get("result"), str):
+                answer = str(result["result"])
         missing = _NO_CONVERSATION.search(stderr) or _NO_CONVERSATION.search(stdout)
         if missing:
             failure = first_line(missing.group(0))
         if exit_code != 0 and failure is None:
             failure = first_line(stderr) or first_line(stdout) or f"exit {exit_code}"
-        return Outcome(exit_code, session_id, None, failure)
+        return Outcome(exit_code, session_id, None, failure, answer)
 
 
 def _result_object(stdout: str) -> dict[str, object] | None:

@@ -96,6 +96,7 @@ class CodexAdapter(Adapter):
     def outcome(self, invocation: Invocation, exit_code: int, stdout: str, stderr: str) -> Outcome:
         session_id = invocation.session_id
         failure: str | None = None
+        answer: str | None = None
         for line in stdout.splitlines():
             line = line.strip()
             if not line.startswith("{"):
@@ -108,6 +109,10 @@ class CodexAdapter(Adapter):
                 continue
             if event.get("type") == "thread.started" and isinstance(event.get("thread_id"), str):
                 session_id = event["thread_id"]
+            elif event.get("type") == "item.completed":
+                item = event.get("item")
+                if isinstance(item, dict) and item.get("type") == "agent_message" and isinstance(item.get("text"), str):
+                    answer = item["text"]  # the last one is the final answer
             elif event.get("type") == "turn.failed":
                 err = event.get("error")
                 msg = err.get("message") if isinstance(err, dict) else None
@@ -117,4 +122,4 @@ class CodexAdapter(Adapter):
             session_id = m.group(1) if m else None
         if exit_code != 0 and failure is None:
             failure = first_line(stderr) or first_line(stdout) or f"exit {exit_code}"
-        return Outcome(exit_code, session_id, None, failure)
+        return Outcome(exit_code, session_id, None, failure, answer)

@@ -32,7 +32,6 @@ def _notify(line: str) -> None:
 
 def render(report: object) -> int:
     """Print a run/resume report; the exit code is 0 unless the session failed."""
-    import json
 
     from gitpilot.output import out
     from gitpilot.tasks.run import Report
@@ -47,13 +46,11 @@ def render(report: object) -> int:
         return 0
     if report.session_id:
         out(f"session: {report.session_id}")
-    shown = report.agent_output.strip()
-    if shown.startswith("{"):
-        try:
-            result = json.loads(shown.splitlines()[-1])
-            shown = str(result.get("result") or "") if isinstance(result, dict) else shown
-        except ValueError:
-            pass
+    # the final answer as the agent's adapter read it (Claude's result, Codex's last message);
+    # plain text output as it came when the CLI printed no JSON
+    shown = report.answer if report.answer is not None else report.agent_output.strip()
+    if report.answer is None and shown.startswith("{"):
+        shown = ""  # JSON events with no answer in them: nothing to show
     if shown and report.kind and report.action != "dry-run":
         out(shown)
     return 0 if report.exit_code == 0 else 1

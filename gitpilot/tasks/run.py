@@ -62,6 +62,7 @@ class Report:
     session_id: str | None = None
     exit_code: int = 0
     agent_output: str = ""
+    answer: str | None = None  # the agent's final message, read by its adapter
     message_bytes: int = 0
 
 
@@ -301,6 +302,7 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
     outcome = done.outcome
     report.exit_code = outcome.exit_code
     report.agent_output = done.stdout
+    report.answer = outcome.answer
     if inv.mode == "background":
         return _background_started(ctx, inv, report, given, done, forked_from, started)
     sid = outcome.session_id or inv.session_id
