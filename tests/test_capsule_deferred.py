@@ -151,3 +151,31 @@ def test_the_details_of_many_pointers_add_up_to_one_section_budget_at_most(tmp_p
     assert 1 < len(deferred) < 7
     sizes = [len("".join(files[p["path"]].splitlines(True)[p["start"] - 1 : p["end"]]).encode()) for p in deferred]
     assert sum(sizes) <= 4000
+
+
+def test_files_an_instruction_file_orders_read_come_whole_and_a_mere_mention_does_not(tmp_path: Path) -> None:
+    agents = (
+        "# Agent guide\n\n## Workflow\n\nYou MUST do all of the following:\n\n"
+        "1. At the start of every task, read\n   `docs/ai/conventions.md` and `docs/ai/checks.md`.\n"
+        "2. Keep diffs small.\n\n## Background\n\nThe history is in `docs/ai/history.md`; read it if curious.\n"
+    )
+    files = {
+        "AGENTS.md": agents,
+        "docs/ai/conventions.md": "# Conventions\n\nType hints everywhere.\n",
+        "docs/ai/checks.md": "# Checks\n\nRun `make lint test` before you finish.\n",
+        "docs/ai/history.md": "# History\n\nThe project began in 2019.\n",
+    }
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "Rename the export button", use_cache=False)
+    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
+    assert "Type hints everywhere." in mandatory and "Run `make lint test` before you finish." in mandatory
+    assert "required reading named at AGENTS.md:8" in mandatory  # the line that names them
+    assert "The project began in 2019." not in mandatory  # "read it if curious" orders nothing
+
+
+def test_required_reading_over_the_budget_stays_a_pointer(tmp_path: Path) -> None:
+    agents = "# Agent guide\n\nYou must always read `docs/ai/book.md` before you start.\n"
+    files = {"AGENTS.md": agents, "docs/ai/book.md": "# Book\n\n" + "A long chapter of prose. " * 400 + "\n"}
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "Rename the export button", use_cache=False)
+    assert "required reading" not in res.text

@@ -561,12 +561,22 @@ def _deferred_details(
     withheld: list[_Piece],
     copies: Mapping[str, str],
 ) -> list[_Piece]:
-    """The section a mandatory rule points to for its details (``context/deferred.py``)."""
-    from gitpilot.context.deferred import deferred
+    """What the instruction files order read, whole, and the section a mandatory rule points to
+    for its details (``context/deferred.py``); together at most one ``max_section_bytes``."""
+    from gitpilot.context.deferred import deferred, required_reading
 
     maps = {p: m for p, m in files.maps.items() if p in srcs and p not in copies}
     out: list[_Piece] = []
-    for dest, sec, src_path, line in deferred(regions, maps, files.lines, opts.max_section_bytes):
+    budget = opts.max_section_bytes
+    for path in sorted(shown):
+        if "instruction" not in srcs.get(path, _NO_SRC).roles or path not in maps:
+            continue
+        for dest, line, size in required_reading(path, maps[path], files.lines[path], maps, files.lines, budget):
+            if _within(shown.get(dest, ()), 1, len(files.lines[dest])):
+                continue
+            budget -= size
+            out += _whole(dest, files, "", f"required reading named at {path}:{line}", shown, withheld)
+    for dest, sec, src_path, line in deferred(regions, maps, files.lines, budget):
         if _within(shown.get(dest, ()), sec.start, sec.end):
             continue
         why = f"details of the mandatory rule at {src_path}:{line}"

@@ -13,8 +13,13 @@ in mandatory text (a section of a rule file whose heading names a mandatory keyw
   that shares nothing particular with any section is a pointer to the whole file, which the
   capsule names in its left-out list instead).
 
+An instruction file can also order reading outright: "You MUST do all of the following: at
+the start of every task, read `docs/ai/coding_conventions.md` and `docs/ai/mandatory_checks.md`".
+Such required reading (a read/follow/consult verb with a reference, where the item or the lead
+of its section states an obligation) is taken whole (``required_reading``).
+
 Only sections up to the capsule's ``max_section_bytes`` are taken, and no more than that in
-all: a deferred detail is a rule, not a chapter. Pure functions over section maps and lines; the capsule turns the result into
+all, required reading included: a deferred detail is a rule, not a chapter. Pure functions over section maps and lines; the capsule turns the result into
 excerpts.
 """
 
@@ -151,3 +156,54 @@ def deferred(
                 seen.add((dest, sec.pos))
                 out.append((dest, sec, path, n))
     return out
+
+
+_READ_VERB = re.compile(r"\b(read|follow|consult|load|study)\b", re.I)
+_OBLIGATION = re.compile(
+    r"\b(must|mandatory|required|always|every task|before (?:you|any|starting|making|declaring|writing))\b", re.I
+)
+LEAD_LINES = 15  # how far above a list item its section's lead ("You MUST do all of the following:") may stand
+
+
+def required_reading(
+    path: str,
+    smap: SectionMap,
+    text: Sequence[str],
+    maps: Mapping[str, SectionMap],
+    lines: Mapping[str, Sequence[str]],
+    max_bytes: int,
+) -> list[tuple[str, int, int]]:
+    """(target path, referring line, size) of every file the instruction file ``path`` orders
+    read, whole, while they add up to at most ``max_bytes``; in order, once each."""
+    out: list[tuple[str, int, int]] = []
+    seen: set[str] = set()
+    total = 0
+    for n in range(1, len(text) + 1):
+        refs = references(text[n - 1])
+        if not refs:
+            continue
+        lo, hi = _section_bounds(smap, n, len(text))
+        said = sentence(text, n, lo, hi)
+        lead = "".join(text[max(lo, n - LEAD_LINES) - 1 : n])
+        if not _READ_VERB.search(said) or not (_OBLIGATION.search(said) or _OBLIGATION.search(lead)):
+            continue
+        for target, _anchor in refs:
+            dest = resolve(path, target, lambda p: p in maps)
+            if not dest or dest == path or dest in seen:
+                continue
+            size = len("".join(lines[dest]).encode("utf-8"))
+            if total + size > max_bytes:
+                continue
+            total += size
+            seen.add(dest)
+            out.append((dest, n, size))
+    return out
+
+
+def _section_bounds(smap: SectionMap, line: int, last: int) -> tuple[int, int]:
+    """The first and last line of the innermost section's own part holding ``line``."""
+    lo, hi = 1, last
+    for sec in smap.sections:
+        if sec.start <= line <= max(sec.body_end, sec.start):
+            lo, hi = sec.start, max(sec.body_end, sec.start)
+    return lo, hi
