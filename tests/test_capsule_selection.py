@@ -291,3 +291,15 @@ def test_a_task_that_adds_to_the_changelog_gets_its_head(tmp_path: Path) -> None
     text = build_capsule(Repo.discover(root), "Long dependency names are cut off in the environments list").text
     assert "truncates long dependency names" in text
     assert "keepachangelog.com" not in text
+
+
+def test_every_part_of_a_pull_request_template_is_about_the_pull_request(tmp_path: Path) -> None:
+    template = (
+        "## Description\n\nThank you for contributing! Please make sure that:\n\n"
+        "- [ ] the lint and unit sessions pass locally;\n- [ ] a news fragment is added under `changes/`.\n"
+    )
+    files = {".github/PULL_REQUEST_TEMPLATE.md": template, "CONTRIBUTING.md": CONTRIBUTING, **_filler()}
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    assert "a news fragment is added under `changes/`." in relevant

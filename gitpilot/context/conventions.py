@@ -261,14 +261,28 @@ def _strength(
     return min(1.0, max(cover, 0.5) + 0.05 * said)
 
 
+# A pull-request template: ``.github/pull_request_template.md``, ``PULL_REQUEST_TEMPLATE/x.md``.
+_PR_TEMPLATE = re.compile(r"(^|/)pull_request_template(\.mdx?$|/)", re.I)
+TEMPLATE_PART = 0.9  # a template section whose heading names no convention
+
+
+def _commits_weight(classes: Sequence[_Class]) -> float:
+    return next(weight for name, weight, _core, _weak in classes if name == "commits")
+
+
 def _section_priors(doc: DocFile, kind: str, classes: Sequence[_Class]) -> list[tuple[str, float]]:
     """Each section's convention class and prior; a subsection of a convention section inherits
     its class, a little weaker at each level ("Testing › Writing tests for X › Best practices"),
     unless its own heading says more."""
     out: list[tuple[str, float]] = []
+    template = bool(_PR_TEMPLATE.search(doc.path)) and any(c[0] == "commits" for c in classes)
     for sec in doc.smap.sections:
         body = own_body(doc, sec)
         own = _prior(kind, sec.title, body, classes) if sec.title else ("", 0.0)
+        if template and sec.level:
+            # every part of a pull-request template is about the pull request; a part whose
+            # heading says so ("Review / Merge checklist") a little more than "Summary"
+            own = ("commits", _commits_weight(classes) * (1.0 if own[0] == "commits" else TEMPLATE_PART))
         if own[0] and not doc.smap.kids(sec.pos) and _placeholder(body):
             own = ("", 0.0)  # "#### How to test the change:" over "1. ...": a form to fill, no rule
         if sec.parent is not None and out[sec.parent][0]:
