@@ -293,3 +293,15 @@ def test_a_security_page_outside_the_policy_places_is_not_a_rule_file(tmp_path: 
     assert "Report flaws to sec@example.com." in mandatory  # the policy, where GitHub reads it
     assert "Never force-push to a shared branch." in mandatory  # a contributing guide anywhere
     assert "Tokens rotate every hour." not in res.text  # a design note named security.md
+
+
+def test_a_long_nested_instruction_file_of_an_inferred_area_is_not_made_mandatory(tmp_path: Path) -> None:
+    long_rules = "# UI package\n\n" + "".join(f"## Rule {i}\n\nUI rule number {i} about widgets.\n\n" for i in range(150))
+    extra = {
+        "packages/ui/AGENTS.md": long_rules,
+        "docs/ui/popups.md": "# Popups\n\nThe field picker popup opens with Ctrl+Space and closes with Esc.\n",
+    }
+    extra.update({f"docs/p{i}.md": f"# Page {i}\n\n" + "Colours and fonts of the dashboard.\n" * 30 for i in range(30)})
+    res = build_capsule(_repo(tmp_path, extra), "The field picker popup ignores Ctrl+Space")
+    assert len(long_rules.encode()) > 4000
+    assert "the area of the best matches" not in res.text  # too long to be shown whole on a guess

@@ -179,3 +179,17 @@ def test_required_reading_over_the_budget_stays_a_pointer(tmp_path: Path) -> Non
     root = make_repo(tmp_path / "repo", files)
     res = build_capsule(Repo.discover(root), "Rename the export button", use_cache=False)
     assert "required reading" not in res.text
+
+
+def test_an_item_that_starts_with_the_order_is_required_reading(tmp_path: Path) -> None:
+    agents = "# Agent guide\n\n- Read and follow [AI_POLICY.md](AI_POLICY.md).\n- See `docs/history.md` for background.\n"
+    files = {
+        "AGENTS.md": agents,
+        "AI_POLICY.md": "# AI Policy\n\nDisclose AI assistance in the pull request description.\n",
+        "docs/history.md": "# History\n\nThe project began in 2019.\n",
+    }
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "Rename the export button", use_cache=False)
+    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
+    assert "Disclose AI assistance in the pull request description." in mandatory
+    assert "The project began in 2019." not in mandatory  # "See ..." points, it does not order

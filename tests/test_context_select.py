@@ -474,3 +474,9 @@ def test_a_spelled_out_form_matches_its_abbreviation_either_way() -> None:
     sel = select(docs, "How many replicas does the k8s chart run?")
     assert ("docs/deploy.md", "Deploy › Kubernetes") in _paths(sel)
     assert ("docs/deploy.md", "Deploy › VMs") not in _paths(sel)
+
+
+def test_placeholder_names_of_examples_are_not_identifiers() -> None:
+    names = {i.text for i in identifiers("A call like `foo()` or `bar` crashes `parse_config()` in spam.py")}
+    assert "parse_config" in names and "spam.py" in names
+    assert not names & {"foo", "bar"}

@@ -167,7 +167,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     ]
     ranking = Ranking(docs, task_text, shown)
     sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes)
-    whole = _matching_nested(srcs, files, sel, shown, copies)
+    whole = _matching_nested(srcs, files, sel, shown, copies, opts.max_section_bytes)
     if whole:
         # Shown in full now: its sections leave the choice, and the budget they held is refilled.
         sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes, frozenset(whole))
@@ -665,6 +665,7 @@ def _matching_nested(
     sel: Any,
     shown: Mapping[str, Sequence[tuple[int, int]]],
     copies: Mapping[str, str],
+    max_bytes: int,
 ) -> list[str]:
     """Nested instruction files (not already in full) for the area the best matches are in.
 
@@ -686,7 +687,9 @@ def _matching_nested(
             continue
         base = _dir(path).rsplit("/", 1)[-1]
         words = set(tokens(base.replace("-", " ").replace("_", " ")))
-        if words and words <= area:
+        # an inferred area brings a short file whole; a long one's sections stay candidates
+        small = len("".join(files.lines.get(path, ())).encode("utf-8")) <= max_bytes
+        if words and words <= area and small:
             out.append(path)
     return out
 

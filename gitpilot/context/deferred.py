@@ -162,6 +162,8 @@ _READ_VERB = re.compile(r"\b(read|follow|consult|load|study)\b", re.I)
 _OBLIGATION = re.compile(
     r"\b(must|mandatory|required|always|every task|before (?:you|any|starting|making|declaring|writing))\b", re.I
 )
+# An item that starts with the order itself: "Read and follow [AI_POLICY.md](AI_POLICY.md)".
+_IMPERATIVE = re.compile(r"\s*(?:(?:[-*+]|\d+[.)])\s+)?(?:\*\*|__)?(?:read|follow|consult)\b", re.I)
 LEAD_LINES = 15  # how far above a list item its section's lead ("You MUST do all of the following:") may stand
 
 
@@ -185,7 +187,8 @@ def required_reading(
         lo, hi = _section_bounds(smap, n, len(text))
         said = sentence(text, n, lo, hi)
         lead = "".join(text[max(lo, n - LEAD_LINES) - 1 : n])
-        if not _READ_VERB.search(said) or not (_OBLIGATION.search(said) or _OBLIGATION.search(lead)):
+        ordered = _IMPERATIVE.match(said) or _OBLIGATION.search(said) or _OBLIGATION.search(lead)
+        if not _READ_VERB.search(said) or not ordered:
             continue
         for target, _anchor in refs:
             dest = resolve(path, target, lambda p: p in maps)

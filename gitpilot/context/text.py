@@ -227,13 +227,17 @@ def _literal(text: str) -> str:
     return head + re.escape(text) + tail
 
 
+# Names that stand for any name in an example ("a call like `foo()`"): they name nothing.
+_PLACEHOLDER_NAMES = frozenset("foo bar baz qux quux corge foobar spam eggs ham xyz".split())
+
+
 def identifiers(task: str) -> list[Identifier]:
     """What the task names exactly, deduplicated (case-insensitively), in a stable order."""
     found: dict[str, Identifier] = {}
 
     def add(kind: str, text: str, pattern: str | None = None) -> None:
         text = text.strip()
-        if len(text) < 2 or text.lower() in found:
+        if len(text) < 2 or text.lower() in found or text.lower() in _PLACEHOLDER_NAMES:
             return
         found[text.lower()] = Identifier(kind, text, pattern or _literal(text))
 
