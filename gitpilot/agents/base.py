@@ -206,6 +206,12 @@ class Adapter(ABC):
     def outcome(self, invocation: Invocation, exit_code: int, stdout: str, stderr: str) -> Outcome:
         """The session id (known or printed) and the failure text of a finished run."""
 
+    def session_after(self, invocation: Invocation, since: float, cwd: Path) -> str | None:
+        """The id of the session ``invocation`` started at ``since`` (epoch seconds) in ``cwd``,
+        found where the CLI records its sessions, for a run that printed none (an interactive
+        session); None when the CLI keeps no such record or none matches."""
+        return None
+
 
 def _exe_key(exe: str) -> str:
     real = os.path.realpath(exe)

@@ -11,8 +11,11 @@ continue a session. There is no per-session allow-list flag and no background mo
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from gitpilot.agents.base import (
     JSON_OUTPUT,
@@ -93,6 +96,11 @@ class CodexAdapter(Adapter):
         return Invocation((exe, "exec", "resume", *json_flag, session_id, message), mode,
                           session_id=session_id)
 
+    def session_after(self, invocation: Invocation, since: float, cwd: Path) -> str | None:
+        """An interactive Codex session prints no id; its rollout file under ``$CODEX_HOME``
+        (``~/.codex``) records it with the working directory."""
+        return rollout_session(_codex_home(self._env), since, cwd)
+
     def outcome(self, invocation: Invocation, exit_code: int, stdout: str, stderr: str) -> Outcome:
         session_id = invocation.session_id
         failure: str | None = None
@@ -123,3 +131,64 @@ class CodexAdapter(Adapter):
         if exit_code != 0 and failure is None:
             failure = first_line(stderr) or first_line(stdout) or f"exit {exit_code}"
         return Outcome(exit_code, session_id, None, failure, answer)
+
+
+ROLLOUT_SLACK = 2.0  # seconds: a rollout file's clock may run a little behind the launch's
+
+
+def _codex_home(env: dict[str, str] | None) -> Path:
+    source = env if env is not None else os.environ
+    home = source.get("CODEX_HOME")
+    if home:
+        return Path(home)
+    return Path(source.get("HOME") or os.path.expanduser("~")) / ".codex"
+
+
+def _day_dirs(sessions: Path, since: float) -> list[Path]:
+    """``sessions/YYYY/MM/DD`` for every local day from ``since`` to now (one or two, usually)."""
+    out: list[Path] = []
+    now = time.time()
+    day = min(since, now)
+    while True:
+        path = sessions / time.strftime("%Y/%m/%d", time.localtime(day))
+        if path not in out:
+            out.append(path)
+        if day >= now:
+            return out
+        day = min(day + 86400, now)
+
+
+def rollout_session(home: Path, since: float, cwd: Path) -> str | None:
+    """The id of the newest Codex session recorded under ``home/sessions`` since ``since`` whose
+    working directory is ``cwd``: Codex writes each session's rollout
+    (``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``), first line ``session_meta``."""
+    want = os.path.realpath(cwd)
+    best: tuple[float, str] | None = None
+    for day in _day_dirs(home / "sessions", since - ROLLOUT_SLACK):
+        try:
+            names = sorted(os.listdir(day))
+        except OSError:
+            continue
+        for name in names:
+            if not (name.startswith("rollout-") and name.endswith(".jsonl")):
+                continue
+            path = day / name
+            try:
+                mtime = path.stat().st_mtime
+                if mtime < since - ROLLOUT_SLACK:
+                    continue
+                with open(path, "rb") as fh:
+                    first = fh.readline(1 << 20)
+                meta = json.loads(first)
+            except (OSError, ValueError):
+                continue
+            payload = meta.get("payload") if isinstance(meta, dict) else None
+            if not isinstance(payload, dict) or meta.get("type") != "session_meta":
+                continue
+            sid = payload.get("id") or payload.get("session_id")
+            where = payload.get("cwd")
+            if not isinstance(sid, str) or not isinstance(where, str) or os.path.realpath(where) != want:
+                continue
+            if best is None or (mtime, sid) > best:
+                best = (mtime, sid)
+    return best[1] if best else None

@@ -20,7 +20,8 @@ import json
 import os
 import signal
 import subprocess
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -67,6 +68,7 @@ def execute(repo: Repo, tid: str, adapter: Adapter, inv: Invocation, what: str,
     cwd = repo.workdir
     try:
         if inv.mode == "interactive":
+            started = time.time()
             proc = subprocess.Popen(list(inv.argv), cwd=cwd, env=env)
             _register(repo, tid, proc.pid, inv)
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the session reads Ctrl-C itself
@@ -75,7 +77,12 @@ def execute(repo: Repo, tid: str, adapter: Adapter, inv: Invocation, what: str,
             finally:
                 signal.signal(signal.SIGINT, previous)
                 _unregister(repo, tid, proc.pid)
-            return Finished(adapter.outcome(inv, code, "", ""), "", "")
+            outcome = adapter.outcome(inv, code, "", "")
+            if outcome.session_id is None:  # an interactive session printed nothing we read
+                found = adapter.session_after(inv, started, cwd)
+                if found:
+                    outcome = replace(outcome, session_id=found)
+            return Finished(outcome, "", "")
         proc = subprocess.Popen(list(inv.argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _register(repo, tid, proc.pid, inv)
