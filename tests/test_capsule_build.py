@@ -305,3 +305,10 @@ def test_a_long_nested_instruction_file_of_an_inferred_area_is_not_made_mandator
     res = build_capsule(_repo(tmp_path, extra), "The field picker popup ignores Ctrl+Space")
     assert len(long_rules.encode()) > 4000
     assert "the area of the best matches" not in res.text  # too long to be shown whole on a guess
+
+
+def test_a_byte_identical_copy_of_an_instruction_file_is_shown_once(tmp_path: Path) -> None:
+    rules = "# Rules\n\nKeep every public function documented.\n"
+    res = build_capsule(_repo(tmp_path, {"AGENTS.md": rules, "CLAUDE.md": rules}), "Rename the logger")
+    assert res.text.count("Keep every public function documented.") == 1
+    assert "`AGENTS.md` is identical to `CLAUDE.md`" in res.text or "`CLAUDE.md` is identical to `AGENTS.md`" in res.text

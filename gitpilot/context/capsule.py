@@ -474,10 +474,12 @@ def _instructions(
     shown: dict[str, list[tuple[int, int]]],
     withheld: list[_Piece],
 ) -> tuple[list[_Piece], list[str]]:
-    """Root instruction files in full; a symlink or an import-only file is included once, as its target."""
+    """Root instruction files in full; a symlink, an import-only file or a byte-identical copy
+    is included once, as the file it repeats."""
     pieces: list[_Piece] = []
     notes: list[str] = []
     done: set[str] = set()
+    by_text: dict[str, str] = {}
     for name in opts.instruction_files:
         src = srcs.get(name)
         if src is None or src.status in _SKIP_STATUSES:
@@ -494,6 +496,11 @@ def _instructions(
             if t in done or t not in files.maps:
                 continue
             done.add(t)
+            same = by_text.get(files.texts.get(t, ""))
+            if same is not None:
+                notes.append(f"`{t}` is identical to `{same}`")
+                continue
+            by_text.setdefault(files.texts.get(t, ""), t)
             pieces += _whole(t, files, "", "instruction file, in full", shown, withheld)
     return pieces, notes
 
