@@ -22,10 +22,7 @@ import pytest
 from conftest import git, make_repo
 from fake_agents.mock_openai import MockOpenAI, finding, review_json, usage_limit
 from fake_agents.pilot import context_repo, pilot, session_record, state_record, task_files, tid_of
-
-from gitpilot.repo import Repo
-from gitpilot.store.tasks import TaskStore
-from gitpilot.tasks.state import empty_state, state_bytes
+from fake_agents.pilot import start_task as _start_task
 
 pytestmark = pytest.mark.skipif(shutil.which("codex") is None, reason="the real codex CLI is not installed")
 
@@ -53,12 +50,7 @@ def rollouts(tmp_path: Path) -> list[Path]:
 
 
 def start_task(repo: Path, monkeypatch: pytest.MonkeyPatch, text: str = TASK) -> str:
-    """A task record as ``git pilot run`` leaves it, and the agent's environment pointing at it."""
-    tid = tid_of(text)
-    TaskStore(Repo.discover(repo)).write(tid, {"task.md": text.encode(), "state.json": state_bytes(empty_state())},
-                                         "test: task")
-    monkeypatch.setenv("GIT_PILOT_TASK", tid)
-    return tid
+    return _start_task(repo, monkeypatch, text)
 
 
 def test_real_codex_features_are_detected_from_its_help(api: MockOpenAI) -> None:

@@ -11,11 +11,11 @@ import pytest
 from conftest import SAMPLES, git, make_repo
 from fake_agents import FakeAgents, install
 from fake_agents.fake_agent import read_sample
-from fake_agents.pilot import pilot, session_record, state_record, task_files, tid_of
+from fake_agents.pilot import pilot, session_record, state_record, task_files
+from fake_agents.pilot import start_task as _start_task
 
 from gitpilot.repo import Repo
 from gitpilot.store.tasks import TaskStore
-from gitpilot.tasks.state import empty_state, state_bytes
 
 TASK = "Make the widget spin faster"
 SUCCESS = "cli-help/codex-review-base-mock-success.txt"
@@ -45,12 +45,7 @@ def repo_with(tmp_path: Path, config: str | None = None) -> Path:
 
 
 def start_task(repo: Path, monkeypatch: pytest.MonkeyPatch, text: str = TASK) -> str:
-    """A task record as ``git pilot run`` leaves it, and the agent's environment pointing at it."""
-    tid = tid_of(text)
-    TaskStore(Repo.discover(repo)).write(tid, {"task.md": text.encode(), "state.json": state_bytes(empty_state())},
-                                         "test: task")
-    monkeypatch.setenv("GIT_PILOT_TASK", tid)
-    return tid
+    return _start_task(repo, monkeypatch, text)
 
 
 def small(repo: Path) -> None:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from fake_agents.loopback import LoopbackHandler
 
 REPLY = "done"
 
@@ -73,27 +75,8 @@ class MockAPI:
         self.foreign: list[str] = []  # requests meant for another host (through the proxy)
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
-                self.send_response(code)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _foreign(self) -> bool:
-                if self.command == "CONNECT" or self.path.startswith(("http://", "https://", "ws://", "wss://")):
-                    mock.foreign.append(f"{self.command} {self.path}")
-                    self.close_connection = True
-                    self._send(403, b"")
-                    return True
-                return False
-
-            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
-                self._foreign()
+        class Handler(LoopbackHandler):
+            foreign = mock.foreign
 
             def do_GET(self) -> None:  # noqa: N802
                 if not self._foreign():

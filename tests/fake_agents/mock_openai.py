@@ -22,6 +22,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fake_agents.loopback import LoopbackHandler
+
 REPLY = "done"
 KEY_ENV = "MOCK_OPENAI_KEY"
 PROVIDER = "mockopenai"
@@ -91,18 +93,10 @@ class MockOpenAI:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(LoopbackHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
-                self.send_response(code)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+            foreign = mock.foreign
 
             def _body(self) -> Any:
                 length = int(self.headers.get("content-length") or 0)
@@ -111,17 +105,6 @@ class MockOpenAI:
                     return json.loads(raw) if raw else None
                 except ValueError:
                     return None
-
-            def _foreign(self) -> bool:
-                if self.command == "CONNECT" or self.path.startswith(("http://", "https://", "ws://", "wss://")):
-                    mock.foreign.append(f"{self.command} {self.path}")
-                    self.close_connection = True
-                    self._send(403, b"")
-                    return True
-                return False
-
-            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
-                self._foreign()
 
             def do_GET(self) -> None:  # noqa: N802
                 if not self._foreign():

@@ -98,3 +98,17 @@ def tid_of(text: str) -> str:
     from gitpilot.store.tasks import task_id
 
     return task_id(text)
+
+
+def start_task(repo: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> str:
+    """A task record as ``git pilot run`` leaves it, and the agent's environment pointing at it."""
+    from gitpilot.repo import Repo
+    from gitpilot.store.tasks import TaskStore
+    from gitpilot.tasks.state import empty_state, state_bytes
+
+    tid = tid_of(text)
+    TaskStore(Repo.discover(repo)).write(
+        tid, {"task.md": text.encode(), "state.json": state_bytes(empty_state())}, "test: task"
+    )
+    monkeypatch.setenv("GIT_PILOT_TASK", tid)
+    return tid
