@@ -40,6 +40,7 @@ AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the
 AREA_HEADINGS = 6  # an excerpt with more headings than this says little of one area
 PROJECT_WORD_SHARE = 0.5  # a directory name in more of the context files than this names the project
 PROJECT_WORD_MIN_FILES = 10  # (too few files to tell)
+PROJECT_WORD_SAMPLE = 400  # files looked at, at most, in a larger tree
 _NO_SRC = S.Source("", set(), "")
 _SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
@@ -626,10 +627,22 @@ def _nested(
 def _names_the_project(word_rx: re.Pattern[str], files: _Files) -> bool:
     """Whether a directory's name is a word most of the documentation uses: then it names the
     project (``src/prefect/`` in Prefect's repository), and a task that says it names no area."""
-    texts = list(files.texts.values())
-    if len(texts) < PROJECT_WORD_MIN_FILES:
+    paths = sorted(files.texts)
+    if len(paths) < PROJECT_WORD_MIN_FILES:
         return False
-    return sum(1 for t in texts if word_rx.search(t)) > PROJECT_WORD_SHARE * len(texts)
+    if len(paths) > PROJECT_WORD_SAMPLE:  # a huge tree: an evenly spaced sample tells the share
+        step = len(paths) / PROJECT_WORD_SAMPLE
+        paths = [paths[int(i * step)] for i in range(PROJECT_WORD_SAMPLE)]
+    need = PROJECT_WORD_SHARE * len(paths)
+    found = 0
+    for i, path in enumerate(paths):
+        if word_rx.search(files.texts[path]):
+            found += 1
+            if found > need:
+                return True
+        elif found + (len(paths) - i - 1) <= need:
+            return False  # the rest cannot make it most
+    return False
 
 
 def _repeats_shown(
