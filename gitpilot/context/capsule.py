@@ -30,7 +30,7 @@ from typing import Any
 
 from gitpilot.context import sources as S
 from gitpilot.context.cache import fingerprint
-from gitpilot.context.markdown import SectionMap, range_text, sha256_text, split_lines
+from gitpilot.context.markdown import SectionMap, range_text, sha256_text, slug, split_lines
 from gitpilot.repo import Repo
 
 MANIFEST_FORMAT = 1
@@ -758,10 +758,6 @@ def _area_words(srcs: Mapping[str, S.Source], files: _Files, sel: Any) -> set[st
     return words
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^\w\- ]", "", text.lower()).strip().replace(" ", "-")
-
-
 def _always_include(
     srcs: Mapping[str, S.Source],
     files: _Files,
@@ -788,7 +784,7 @@ def _always_include(
         hits = [
             s
             for s in smap.sections
-            if s.level and (s.title.lower() == want or _slug(s.title) == _slug(heading))
+            if s.level and (s.title.lower() == want or slug(s.title) == slug(heading))
         ]
         if not hits:
             skipped.append((entry, "always_include heading not found"))

@@ -16,12 +16,11 @@ then the weaker of the two). ``select`` turns a prior into a score and caps the 
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from gitpilot.context.markdown import Section, SectionMap, range_text
+from gitpilot.context.markdown import Section, SectionMap, link_target, range_text
 from gitpilot.context.text import word_tokens
 
 # Convention classes: what a heading names when a section says how to test, commit, build or
@@ -317,7 +316,7 @@ def _follow_convention_links(
             if not name:
                 continue
             body = own_body(doc, sec)
-            targets = [t for t in (_link_target(doc.path, m.group(2)) for m in _MD_LINK.finditer(body)) if t]
+            targets = [t for t in (link_target(doc.path, m.group(2)) for m in _MD_LINK.finditer(body)) if t]
             hits = sorted(
                 {where[t] for t in targets if t in where and where[t] != d and not docs[where[t]].nested}
             )
@@ -345,15 +344,6 @@ def _follow_convention_links(
         name, prior = priors[d][pos]
         priors[d][pos] = (name, prior * INHERITED)
     return {key: src for key, (_, _, src) in lent.items()}
-
-
-def _link_target(path: str, target: str) -> str:
-    """The repository path a relative link from ``path`` names ("" for a URL or outside the repository)."""
-    if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
-        return ""
-    joined = target.lstrip("/") if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
-    norm = posixpath.normpath(joined)
-    return "" if norm.startswith("..") or norm == "." else norm
 
 
 def _is_pointer(body: str) -> bool:

@@ -25,11 +25,10 @@ excerpts.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from gitpilot.context.markdown import Section, SectionMap
+from gitpilot.context.markdown import Section, SectionMap, link_target, slug
 from gitpilot.context.text import tokens
 
 MIN_SHARED = 2  # distinct words the referring sentence and the section's own text must share
@@ -61,18 +60,10 @@ def resolve(from_path: str, target: str, exists: Callable[[str], bool]) -> str:
     """The repository path ``target`` names from ``from_path``: relative to the referring file's
     directory, else to the repository root (instruction files often write root paths); "" when
     neither exists or the path leaves the repository."""
-    candidates = []
-    if target.startswith("/"):
-        candidates.append(target.lstrip("/"))
-    else:
-        candidates.append(posixpath.join(posixpath.dirname(from_path), target))
-        candidates.append(target)
-    for cand in candidates:
-        norm = posixpath.normpath(cand)
-        if norm.startswith("..") or norm in (".", ""):
-            continue
-        if exists(norm):
-            return norm
+    for base in (from_path, ""):
+        path = link_target(base, target)
+        if path and exists(path):
+            return path
     return ""
 
 
@@ -90,18 +81,14 @@ def _item_start(line: str) -> bool:
     return bool(re.match(r"\s*(?:[-*+]|\d+[.)])\s", line))
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^\w\- ]", "", text.lower()).strip().replace(" ", "-")
-
-
 def best_section(
     smap: SectionMap, lines: Sequence[str], said: str, anchor: str, target: str
 ) -> Section | None:
     """The section of the target file the referring sentence ``said`` is about (see the module)."""
     if anchor:
-        want = _slug(anchor)
+        want = slug(anchor)
         for sec in smap.sections:
-            if sec.level and _slug(sec.title) == want:
+            if sec.level and slug(sec.title) == want:
                 return sec
         return None
     # the path's own words say which file, not which section

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -124,6 +125,21 @@ def split_lines(text: str) -> list[str]:
     if pos < len(text):
         lines.append(text[pos:])
     return lines
+
+
+def slug(text: str) -> str:
+    """A heading as an ``#anchor`` names it: lower case, punctuation dropped, spaces as dashes."""
+    return re.sub(r"[^\w\- ]", "", text.lower()).strip().replace(" ", "-")
+
+
+def link_target(from_path: str, target: str) -> str:
+    """The repository path a relative link in ``from_path`` names ("" for a URL or a path that
+    leaves the repository); a leading ``/`` is the repository root."""
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
+        return ""
+    joined = target.lstrip("/") if target.startswith("/") else posixpath.join(posixpath.dirname(from_path), target)
+    norm = posixpath.normpath(joined)
+    return "" if norm.startswith("..") or norm in (".", "") else norm
 
 
 def range_text(lines: Sequence[str], start: int, end: int) -> str:
