@@ -537,7 +537,6 @@ def _mandatory(
                 m = rx.search(sec.title) if sec.level else None
                 if m:
                     regions.append((path, sec.start, sec.end))
-                if m and not _within(shown.get(path, ()), sec.start, sec.end):
                     out += _pieces(
                         path,
                         smap,
@@ -552,10 +551,7 @@ def _mandatory(
         if _candidate(src) or "rule" in src.roles:
             for a, b in smap.always:
                 regions.append((path, a, b))
-                if not _within(shown.get(path, ()), a, b):
-                    out += _pieces(
-                        path, smap, files.lines[path], a, b, "", "pilot:always block", shown, withheld
-                    )
+                out += _pieces(path, smap, files.lines[path], a, b, "", "pilot:always block", shown, withheld)
     out += _deferred_details(regions, srcs, files, opts, shown, withheld, copies)
     return out
 
@@ -579,14 +575,14 @@ def _deferred_details(
     for path in sorted(shown):
         if "instruction" not in srcs.get(path, _NO_SRC).roles or path not in maps:
             continue
-        for dest, line, size in required_reading(path, maps[path], files.lines[path], maps, files.lines, budget):
+        for dest, line, size in required_reading(
+            path, maps[path], files.lines[path], maps, files.lines, budget
+        ):
             if _within(shown.get(dest, ()), 1, len(files.lines[dest])):
                 continue
             budget -= size
             out += _whole(dest, files, "", f"required reading named at {path}:{line}", shown, withheld)
     for dest, sec, src_path, line in deferred(regions, maps, files.lines, budget):
-        if _within(shown.get(dest, ()), sec.start, sec.end):
-            continue
         why = f"details of the mandatory rule at {src_path}:{line}"
         out += _pieces(dest, maps[dest], files.lines[dest], sec.start, sec.end, "", why, shown, withheld)
     return out
@@ -789,18 +785,17 @@ def _always_include(
         if not hits:
             skipped.append((entry, "always_include heading not found"))
         for sec in hits:
-            if not _within(shown.get(path, ()), sec.start, sec.end):
-                out += _pieces(
-                    path,
-                    smap,
-                    files.lines[path],
-                    sec.start,
-                    sec.end,
-                    "",
-                    f"always_include “{entry}”",
-                    shown,
-                    withheld,
-                )
+            out += _pieces(
+                path,
+                smap,
+                files.lines[path],
+                sec.start,
+                sec.end,
+                "",
+                f"always_include “{entry}”",
+                shown,
+                withheld,
+            )
     return out
 
 
