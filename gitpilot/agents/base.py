@@ -38,6 +38,12 @@ STOP = "stop"  # stop a live session by id
 JSON_OUTPUT = "json-output"  # a machine-readable result (session id, error flag)
 REVIEW = "review"  # a native code review against a base branch
 REVIEW_JSON = "review-json"  # the same, as JSON events
+# Which feature lets a CLI resume a session in which mode (the order resume prefers them in).
+_RESUME_FEATURES: tuple[tuple[str, Mode], ...] = (
+    (RESUME, "interactive"),
+    (PRINT_RESUME, "print"),
+    (BACKGROUND_RESUME, "background"),
+)
 
 ALL_FEATURES = frozenset({PRINT, RESUME, PRINT_RESUME, BACKGROUND, BACKGROUND_RESUME, SESSION_ID, ALLOWED_TOOLS,
                           LIST_SESSIONS, STOP, JSON_OUTPUT, REVIEW, REVIEW_JSON})
@@ -187,8 +193,8 @@ class Adapter(ABC):
         """The command that continues ``session_id`` with ``message``; None if unsupported."""
 
     def resume_modes(self, features: Features) -> tuple[Mode, ...]:
-        """Modes in which this installed version can resume a session."""
-        return ()
+        """Modes in which this installed version can resume a session, from its features."""
+        return tuple(mode for feature, mode in _RESUME_FEATURES if features.has(feature))
 
     def stop(self, session: LiveSession, features: Features) -> Invocation | None:
         """The command that stops a live session; None if the CLI cannot."""

@@ -104,16 +104,6 @@ class ClaudeAdapter(Adapter):
         argv.append(prompt)
         return Invocation(tuple(argv), mode, session_id=sid)
 
-    def resume_modes(self, features: Features) -> tuple[Mode, ...]:
-        modes: list[Mode] = []
-        if features.has(RESUME):
-            modes.append("interactive")
-        if features.has(PRINT_RESUME):
-            modes.append("print")
-        if features.has(BACKGROUND_RESUME):
-            modes.append("background")
-        return tuple(modes)
-
     def resume(self, session_id: str, message: str, mode: Mode, features: Features,
                allowed_tools: Sequence[str]) -> Invocation | None:
         if mode not in self.resume_modes(features):

@@ -77,14 +77,6 @@ class CodexAdapter(Adapter):
         json_flag = ("--json",) if features.has(JSON_OUTPUT) else ()
         return Invocation((exe, "exec", *json_flag, prompt), "print")
 
-    def resume_modes(self, features: Features) -> tuple[Mode, ...]:
-        modes: list[Mode] = []
-        if features.has(RESUME):
-            modes.append("interactive")
-        if features.has(PRINT_RESUME):
-            modes.append("print")
-        return tuple(modes)
-
     def resume(self, session_id: str, message: str, mode: Mode, features: Features,
                allowed_tools: Sequence[str]) -> Invocation | None:
         if mode not in self.resume_modes(features):
