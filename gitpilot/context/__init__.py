@@ -2,7 +2,8 @@
 
 Modules: ``markdown`` (section maps from markdown-it-py tokens), ``text`` (tokens and task
 identifiers), ``query`` (the task's weighted words), ``conventions`` (which sections say how to
-test, commit, build or format), ``select`` (scoring and choosing sections), ``deferred`` (the
+test, commit, build or format), ``select`` (scoring and choosing sections), ``mandatory``
+(the instruction files, mandatory sections and the excerpt pieces), ``deferred`` (the
 section a mandatory rule points to for its details), ``sources`` (which files, their roles and
 the safety rules), ``cache`` (section-map notes and the context fingerprint), ``capsule``
 (assembly and the public ``build_capsule``), ``warm`` and ``stamp`` (the reuse paths; ``stamp``

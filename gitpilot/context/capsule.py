@@ -23,26 +23,31 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gitpilot.context import sources as S
 from gitpilot.context.cache import fingerprint
-from gitpilot.context.markdown import SectionMap, range_text, sha256_text, slug, split_lines
+from gitpilot.context.mandatory import (
+    SKIP_STATUSES,
+    Files,
+    Piece,
+    dir_of,
+    instruction_pieces,
+    is_candidate,
+    mandatory_pieces,
+    matching_nested,
+    repeats_shown,
+    whole_file,
+)
+from gitpilot.context.markdown import range_text, sha256_text, split_lines
 from gitpilot.repo import Repo
 
 MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
 LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
-AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
-AREA_HEADINGS = 6  # an excerpt with more headings than this says little of one area
-PROJECT_WORD_SHARE = 0.5  # a directory name in more of the context files than this names the project
-PROJECT_WORD_MIN_FILES = 10  # (too few files to tell)
-PROJECT_WORD_SAMPLE = 400  # files looked at, at most, in a larger tree
-_NO_SRC = S.Source("", set(), "")
-_SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
 
 @dataclass
@@ -112,32 +117,6 @@ def _build(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> Capsul
 # --- building ---------------------------------------------------------------------------------
 
 
-@dataclass
-class _Piece:
-    """An excerpt: exact lines of one file."""
-
-    path: str
-    start: int
-    end: int
-    heading: str
-    why: str
-    text: str
-
-    @property
-    def sha256(self) -> str:
-        return sha256_text(self.text)
-
-
-@dataclass
-class _Files:
-    """Texts and maps of the readable sources."""
-
-    texts: dict[str, str] = field(default_factory=dict)
-    lines: dict[str, list[str]] = field(default_factory=dict)
-    maps: dict[str, SectionMap] = field(default_factory=dict)
-    parsed: int = 0
-
-
 def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
     from gitpilot.redact import contains_secret, is_credential_filename
 
@@ -145,47 +124,47 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     opts: S.Options = state.options
     srcs: dict[str, S.Source] = state.sources
     skipped: list[tuple[str, str]] = []
-    files = _Files()
+    files = Files()
     _expand_imports(root, state.inventory, srcs, is_credential_filename, files, skipped)
     _read_all(root, srcs, files, skipped)
     _load_maps(repo, srcs, files, contains_secret, use_cache)
 
     ids = _identifiers(task_text)
     shown: dict[str, list[tuple[int, int]]] = {}
-    withheld: list[_Piece] = []
-    instr, aliases = _instructions(srcs, files, opts, shown, withheld)
+    withheld: list[Piece] = []
+    instr, aliases = instruction_pieces(srcs, files, opts, shown, withheld)
     copies = _copies(srcs, files, shown)
-    mandatory = _mandatory(root, srcs, files, opts, task_text, ids, shown, withheld, skipped, copies)
+    mandatory = mandatory_pieces(root, srcs, files, opts, task_text, ids, shown, withheld, skipped, copies)
     from gitpilot.context.select import Doc, Ranking
 
     docs = [
         Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles), nested=("nested" in s.roles))
         for p, s in srcs.items()
         if p in files.maps
-        and _candidate(s)
+        and is_candidate(s)
         and p not in copies
-        and not _repeats_shown(p, srcs, files, shown, copies)
+        and not repeats_shown(p, srcs, files, shown, copies)
     ]
     ranking = Ranking(docs, task_text, shown)
     sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes)
-    whole = _matching_nested(srcs, files, sel, shown, copies, opts.max_section_bytes)
+    whole = matching_nested(srcs, files, sel, shown, copies, opts.max_section_bytes)
     if whole:
         # Shown in full now: its sections leave the choice, and the budget they held is refilled.
         sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes, frozenset(whole))
     mandatory += [
         piece
         for path in whole
-        for piece in _whole(
+        for piece in whole_file(
             path,
             files,
             "",
-            f"nested instruction file for `{_dir(path)}/`, the area of the best matches",
+            f"nested instruction file for `{dir_of(path)}/`, the area of the best matches",
             shown,
             withheld,
         )
     ]
     relevant = [
-        _Piece(
+        Piece(
             p.path,
             p.start,
             p.end,
@@ -214,12 +193,12 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
 
 def _everything(
     docs: Sequence[Any],
-    files: _Files,
+    files: Files,
     sel: Any,
     shown: Mapping[str, Sequence[tuple[int, int]]],
-    withheld: Sequence[_Piece],
+    withheld: Sequence[Piece],
     capsule_bytes: int,
-) -> tuple[list[_Piece], list[_Piece], Any] | None:
+) -> tuple[list[Piece], list[Piece], Any] | None:
     """Every candidate file in full (minus what is shown already), nothing left out: the capsule
     for a repository whose whole context is small (a selection and its left-out list can cost
     more than the files). Files with chosen excerpts come first, in the selection's order."""
@@ -233,12 +212,12 @@ def _everything(
     paths = sorted((d.path for d in docs), key=lambda p: (order.get(p, len(order)), p))
     seen = {k: list(v) for k, v in shown.items()}
     held = list(withheld)
-    pieces = [pc for p in paths for pc in _whole(p, files, "", "context file, in full", seen, held)]
+    pieces = [pc for p in paths for pc in whole_file(p, files, "", "context file, in full", seen, held)]
     return pieces, held, replace(sel, picks=[], left_out=[], left_out_total=0, complete=True)
 
 
 def _copies(
-    srcs: Mapping[str, S.Source], files: _Files, shown: Mapping[str, Sequence[tuple[int, int]]]
+    srcs: Mapping[str, S.Source], files: Files, shown: Mapping[str, Sequence[tuple[int, int]]]
 ) -> dict[str, str]:
     """Files that repeat another source (a symlink, a file of ``@imports`` only, the same blob),
     each with the file it repeats.
@@ -250,7 +229,7 @@ def _copies(
     out = {p: s.alias_of for p, s in srcs.items() if s.alias_of}
     for path, text in files.texts.items():
         if path in srcs and path not in out and S.only_imports(text):
-            base = _dir(path)
+            base = dir_of(path)
             targets = [t for t in (S.normalize(base, i) for i in S.imports_of(text)) if t]
             out[path] = targets[0] if targets else ""
     first: dict[str, str] = {}
@@ -265,21 +244,12 @@ def _copies(
     return out
 
 
-def _candidate(src: S.Source) -> bool:
-    roles = src.roles
-    if src.status in _SKIP_STATUSES:
-        return False
-    if "memory" in roles and "instruction" not in roles:
-        return False  # the agent loads its memory itself: not repeated
-    return bool(roles & {"context", "rule", "nested", "always"})
-
-
 def _expand_imports(
     root: Path,
     inv: S.Inventory,
     srcs: dict[str, S.Source],
     cred: Callable[[str], bool],
-    files: _Files,
+    files: Files,
     skipped: list[tuple[str, str]],
 ) -> None:
     """Follow ``@imports`` of memory and instruction files (depth 5), adding them as sources."""
@@ -288,7 +258,7 @@ def _expand_imports(
     while queue:
         path, depth = queue.pop(0)
         src = srcs[path]
-        if src.status in _SKIP_STATUSES or depth >= S.IMPORT_DEPTH:
+        if src.status in SKIP_STATUSES or depth >= S.IMPORT_DEPTH:
             continue
         loaded = _read_one(root, src, files)
         if loaded is None:
@@ -304,7 +274,7 @@ def _expand_imports(
                 S.settle(root, inv, {rel: srcs[rel]}, cred)
             else:
                 srcs[rel].roles.update({"import", "memory", "rule"})
-            if rel not in seen and srcs[rel].status not in _SKIP_STATUSES and _markdownish(rel):
+            if rel not in seen and srcs[rel].status not in SKIP_STATUSES and _markdownish(rel):
                 seen.add(rel)
                 queue.append((rel, depth + 1))
     for path in sorted(srcs):
@@ -327,10 +297,10 @@ def _markdownish(path: str) -> bool:
     return path.lower().endswith((".md", ".mdx", ".markdown", ".txt"))
 
 
-def _read_one(root: Path, src: S.Source, files: _Files) -> str | None:
+def _read_one(root: Path, src: S.Source, files: Files) -> str | None:
     if src.path in files.texts:
         return files.texts[src.path]
-    if src.status in _SKIP_STATUSES:
+    if src.status in SKIP_STATUSES:
         return None
     loaded = S.read_text(root, src.path)
     if loaded.text is None:
@@ -341,13 +311,13 @@ def _read_one(root: Path, src: S.Source, files: _Files) -> str | None:
     return loaded.text
 
 
-def _read_all(root: Path, srcs: dict[str, S.Source], files: _Files, skipped: list[tuple[str, str]]) -> None:
+def _read_all(root: Path, srcs: dict[str, S.Source], files: Files, skipped: list[tuple[str, str]]) -> None:
     for path, src in srcs.items():
         if src.alias_of:
             continue
-        if src.status not in _SKIP_STATUSES and (_markdownish(path) or "always" in src.roles):
+        if src.status not in SKIP_STATUSES and (_markdownish(path) or "always" in src.roles):
             _read_one(root, src, files)
-        if src.status in _SKIP_STATUSES and src.status != "missing":
+        if src.status in SKIP_STATUSES and src.status != "missing":
             skipped.append((path, _STATUS_WORDS[src.status] + (f" ({src.note})" if src.note else "")))
         elif src.status == "missing" and src.roles & {"always", "import"}:
             skipped.append((path, "named in the configuration or an import, but missing"))
@@ -366,7 +336,7 @@ _STATUS_WORDS = {
 def _load_maps(
     repo: Repo,
     srcs: Mapping[str, S.Source],
-    files: _Files,
+    files: Files,
     contains_secret: Callable[[str], bool],
     use_cache: bool,
 ) -> None:
@@ -399,415 +369,12 @@ def _identifiers(task: str) -> list[str]:
 # --- instruction files and mandatory material -------------------------------------------------
 
 
-def _pieces(
-    path: str,
-    smap: SectionMap,
-    lines: Sequence[str],
-    start: int,
-    end: int,
-    label: str,
-    why: str,
-    shown: dict[str, list[tuple[int, int]]],
-    withheld: list[_Piece],
-) -> list[_Piece]:
-    """Lines ``start..end`` of a file as excerpts, minus lines shown already and withheld sections."""
-    blocked: set[int] = set()
-    for a, b in shown.get(path, ()):
-        blocked.update(range(a, b + 1))
-    for sec in smap.sections:
-        if sec.withheld and start <= sec.start <= end and sec.start not in blocked:
-            heading = " › ".join(smap.heading_path(sec.pos)) or "(preamble)"
-            if not any(w.path == path and w.start == sec.start for w in withheld):
-                withheld.append(_Piece(path, sec.start, sec.body_end, heading, "holds a credential", ""))
-            blocked.update(range(sec.start, sec.body_end + 1))
-    out: list[_Piece] = []
-    run: list[int] = []
-    for ln in range(start, end + 1):
-        if ln in blocked:
-            if run:
-                out.append(_piece_of(path, smap, lines, run[0], run[-1], label, why))
-                run = []
-            continue
-        run.append(ln)
-    if run:
-        out.append(_piece_of(path, smap, lines, run[0], run[-1], label, why))
-    out = [p for p in out if p.text.strip()]
-    shown.setdefault(path, []).append((start, end))
-    return out
-
-
-def _piece_of(
-    path: str, smap: SectionMap, lines: Sequence[str], a: int, b: int, label: str, why: str
-) -> _Piece:
-    while b > a and not lines[b - 1].strip():
-        b -= 1
-    while a < b and not lines[a - 1].strip():
-        a += 1
-    return _Piece(path, a, b, label or _heading_at(smap, a), why, range_text(lines, a, b))
-
-
-def _heading_at(smap: SectionMap, line: int) -> str:
-    best = None
-    for sec in smap.sections:
-        if sec.start <= line <= max(sec.end, sec.start):
-            best = sec
-    return " › ".join(smap.heading_path(best.pos)) if best is not None else ""
-
-
-def _whole(
-    path: str,
-    files: _Files,
-    label: str,
-    why: str,
-    shown: dict[str, list[tuple[int, int]]],
-    withheld: list[_Piece],
-) -> list[_Piece]:
-    lines = files.lines[path]
-    if not lines:
-        return []
-    return _pieces(path, files.maps[path], lines, 1, len(lines), label, why, shown, withheld)
-
-
-def _instructions(
-    srcs: Mapping[str, S.Source],
-    files: _Files,
-    opts: S.Options,
-    shown: dict[str, list[tuple[int, int]]],
-    withheld: list[_Piece],
-) -> tuple[list[_Piece], list[str]]:
-    """Root instruction files in full; a symlink, an import-only file or a byte-identical copy
-    is included once, as the file it repeats."""
-    pieces: list[_Piece] = []
-    notes: list[str] = []
-    done: set[str] = set()
-    by_text: dict[str, str] = {}
-    for name in opts.instruction_files:
-        src = srcs.get(name)
-        if src is None or src.status in _SKIP_STATUSES:
-            continue
-        targets = [name]
-        if src.alias_of:
-            notes.append(f"`{name}` is a symlink to `{src.alias_of}`")
-            targets = [src.alias_of]
-        elif name in files.texts and S.only_imports(files.texts[name]):
-            base = name.rsplit("/", 1)[0] if "/" in name else ""
-            targets = [t for t in (S.normalize(base, i) for i in S.imports_of(files.texts[name])) if t]
-            notes.append(f"`{name}` only imports " + ", ".join(f"`{t}`" for t in targets))
-        for t in targets:
-            if t in done or t not in files.maps:
-                continue
-            done.add(t)
-            same = by_text.get(files.texts.get(t, ""))
-            if same is not None:
-                notes.append(f"`{t}` is identical to `{same}`")
-                continue
-            by_text.setdefault(files.texts.get(t, ""), t)
-            pieces += _whole(t, files, "", "instruction file, in full", shown, withheld)
-    return pieces, notes
-
-
-def _keyword_rx(words: Iterable[str]) -> re.Pattern[str] | None:
-    alts = [r"\s+".join(re.escape(w) for w in word.split()) for word in words if word.strip()]
-    return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])", re.IGNORECASE) if alts else None
-
-
-def _mandatory(
-    root: Path,
-    srcs: Mapping[str, S.Source],
-    files: _Files,
-    opts: S.Options,
-    task: str,
-    named: Sequence[str],
-    shown: dict[str, list[tuple[int, int]]],
-    withheld: list[_Piece],
-    skipped: list[tuple[str, str]],
-    copies: Mapping[str, str],
-) -> list[_Piece]:
-    out: list[_Piece] = []
-    out += _nested(srcs, files, task, named, shown, withheld, copies)
-    out += _always_include(srcs, files, opts, shown, withheld, skipped)
-    rx = _keyword_rx(opts.always_include_headings)
-    regions: list[tuple[str, int, int]] = []  # mandatory text, shown here or in a file in full
-    for path, src in srcs.items():
-        smap = files.maps.get(path)
-        if smap is None or path in copies:
-            continue
-        if rx is not None and "rule" in src.roles:
-            for sec in smap.sections:
-                m = rx.search(sec.title) if sec.level else None
-                if m:
-                    regions.append((path, sec.start, sec.end))
-                    out += _pieces(
-                        path,
-                        smap,
-                        files.lines[path],
-                        sec.start,
-                        sec.end,
-                        "",
-                        f"heading names “{m.group(0)}” in a rule file",
-                        shown,
-                        withheld,
-                    )
-        if _candidate(src) or "rule" in src.roles:
-            for a, b in smap.always:
-                regions.append((path, a, b))
-                out += _pieces(path, smap, files.lines[path], a, b, "", "pilot:always block", shown, withheld)
-    out += _deferred_details(regions, srcs, files, opts, shown, withheld, copies)
-    return out
-
-
-def _deferred_details(
-    regions: Sequence[tuple[str, int, int]],
-    srcs: Mapping[str, S.Source],
-    files: _Files,
-    opts: S.Options,
-    shown: dict[str, list[tuple[int, int]]],
-    withheld: list[_Piece],
-    copies: Mapping[str, str],
-) -> list[_Piece]:
-    """What the instruction files order read, whole, and the section a mandatory rule points to
-    for its details (``context/deferred.py``); together at most one ``max_section_bytes``."""
-    from gitpilot.context.deferred import deferred, required_reading
-
-    maps = {p: m for p, m in files.maps.items() if p in srcs and p not in copies}
-    out: list[_Piece] = []
-    budget = opts.max_section_bytes
-    for path in sorted(shown):
-        if "instruction" not in srcs.get(path, _NO_SRC).roles or path not in maps:
-            continue
-        for dest, line, size in required_reading(
-            path, maps[path], files.lines[path], maps, files.lines, budget
-        ):
-            if _within(shown.get(dest, ()), 1, len(files.lines[dest])):
-                continue
-            budget -= size
-            out += _whole(dest, files, "", f"required reading named at {path}:{line}", shown, withheld)
-    for dest, sec, src_path, line in deferred(regions, maps, files.lines, budget):
-        why = f"details of the mandatory rule at {src_path}:{line}"
-        out += _pieces(dest, maps[dest], files.lines[dest], sec.start, sec.end, "", why, shown, withheld)
-    return out
-
-
-def _within(ranges: Iterable[tuple[int, int]], a: int, b: int) -> bool:
-    return any(x <= a and b <= y for x, y in ranges)
-
-
-def _nested(
-    srcs: Mapping[str, S.Source],
-    files: _Files,
-    task: str,
-    named: Sequence[str],
-    shown: dict[str, list[tuple[int, int]]],
-    withheld: list[_Piece],
-    copies: Mapping[str, str],
-) -> list[_Piece]:
-    """Nested AGENTS.md/CLAUDE.md in full when the task names a path (or the directory) they govern."""
-    tracked = [p for p, s in srcs.items()]
-    out: list[_Piece] = []
-    for path, src in srcs.items():
-        if "nested" not in src.roles or path not in files.maps or src.status in _SKIP_STATUSES:
-            continue
-        if _repeats_shown(path, srcs, files, shown, copies):
-            continue
-        directory = path.rsplit("/", 1)[0]
-        base = directory.rsplit("/", 1)[-1]
-        word_rx = re.compile(r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", re.IGNORECASE)
-        by_word = len(base) >= 3 and word_rx.search(task) and not _names_the_project(word_rx, files)
-        by_path = re.search(r"(?<![\w/.-])" + re.escape(directory) + r"(?![\w-])", task, re.IGNORECASE)
-        if S.applies_to(named, directory, tracked) or by_word or by_path:
-            why = f"nested instruction file for `{directory}/`, which the task names"
-            out += _whole(path, files, "", why, shown, withheld)
-    return out
-
-
-def _names_the_project(word_rx: re.Pattern[str], files: _Files) -> bool:
-    """Whether a directory's name is a word most of the documentation uses: then it names the
-    project (``src/prefect/`` in Prefect's repository), and a task that says it names no area."""
-    paths = sorted(files.texts)
-    if len(paths) < PROJECT_WORD_MIN_FILES:
-        return False
-    if len(paths) > PROJECT_WORD_SAMPLE:  # a huge tree: an evenly spaced sample tells the share
-        step = len(paths) / PROJECT_WORD_SAMPLE
-        paths = [paths[int(i * step)] for i in range(PROJECT_WORD_SAMPLE)]
-    need = PROJECT_WORD_SHARE * len(paths)
-    found = 0
-    for i, path in enumerate(paths):
-        if word_rx.search(files.texts[path]):
-            found += 1
-            if found > need:
-                return True
-        elif found + (len(paths) - i - 1) <= need:
-            return False  # the rest cannot make it most
-    return False
-
-
-def _repeats_shown(
-    path: str,
-    srcs: Mapping[str, S.Source],
-    files: _Files,
-    shown: Mapping[str, Sequence[tuple[int, int]]],
-    copies: Mapping[str, str],
-) -> bool:
-    """Whether the text of ``path`` is shown in full already under another path (the file it
-    repeats, or one with the same blob), or is a link or import of a file beside it (which
-    applies on its own). A copy that governs another directory is still shown when it applies
-    and its original is not."""
-    if (
-        path in copies
-        and _dir(copies[path]) == _dir(path)
-        and "nested" in srcs.get(copies[path], _NO_SRC).roles
-    ):
-        return True
-    blob = srcs[path].blob
-    for other, ranges in shown.items():
-        if (
-            other == path
-            or other not in srcs
-            or not (other == copies.get(path) or (blob and srcs[other].blob == blob))
-        ):
-            continue
-        if any(a <= 1 and b >= len(files.lines.get(other, ())) for a, b in ranges):
-            return True
-    return False
-
-
-def _dir(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
-def _matching_nested(
-    srcs: Mapping[str, S.Source],
-    files: _Files,
-    sel: Any,
-    shown: Mapping[str, Sequence[tuple[int, int]]],
-    copies: Mapping[str, str],
-    max_bytes: int,
-) -> list[str]:
-    """Nested instruction files (not already in full) for the area the best matches are in.
-
-    An AGENTS.md governs its directory as a whole: when the documentation that matches the task
-    best is about that directory (its name is among their path and heading words), all of it
-    applies, not one matching paragraph. A section of the file that merely shares the task's
-    words is no such evidence: a long file always has one.
-    """
-    from gitpilot.context.text import tokens
-
-    area = _area_words(srcs, files, sel)
-    out: list[str] = []
-    for path, src in srcs.items():
-        if "nested" not in src.roles or path not in files.maps or path in shown:
-            continue
-        if _repeats_shown(path, srcs, files, shown, copies) or any(
-            srcs[p].blob == src.blob for p in out if src.blob
-        ):
-            continue
-        base = _dir(path).rsplit("/", 1)[-1]
-        words = set(tokens(base.replace("-", " ").replace("_", " ")))
-        # an inferred area brings a short file whole; a long one's sections stay candidates
-        small = len("".join(files.lines.get(path, ())).encode("utf-8")) <= max_bytes
-        if words and words <= area and small:
-            out.append(path)
-    return out
-
-
-def _area_words(srcs: Mapping[str, S.Source], files: _Files, sel: Any) -> set[str]:
-    """Path and heading words of the best content matches: the area of the code the task is about.
-
-    ``docs/ui/components.md`` or a section "Worker shutdown" among the best matches say the task
-    is about ``ui`` or the ``worker``; a ``packages/ui/AGENTS.md`` or ``services/worker/AGENTS.md``
-    then applies. Rule files and sections chosen only as conventions say nothing of the area.
-    The area is only inferred when the best match of all is such documentation: a content match
-    that scores below a convention section won on words the task shares with many pages (on real
-    repositories that pulled in the instruction file of an unrelated package).
-    """
-    from gitpilot.context.select import GENERIC_DIRS
-    from gitpilot.context.text import tokens
-
-    words: set[str] = set()
-    top = [
-        p
-        for p in sel.picks
-        if p.content and not (srcs.get(p.path) and srcs[p.path].roles & {"rule", "nested"})
-    ][:AREA_PICKS]
-    if not top or any(p.score > top[0].score for p in sel.picks):
-        return words
-    for pick in top:
-        parts = pick.path.split("/")
-        parts[-1] = parts[-1].rsplit(".", 1)[0]
-        for part in parts:
-            if part.lower() not in GENERIC_DIRS and part.lower() not in ("readme", "index"):
-                words.update(tokens(part.replace("-", " ").replace("_", " ")))
-        # the headings that name the excerpt (its path, the sections merged into it) and, for a
-        # short excerpt, the subsections inside it ("Rolling update › Worker shutdown"); not the
-        # headings of a long one: release notes with a hundred headings name every area there is
-        first, *merged = pick.heading.split(" + ")
-        words.update(tokens(first.replace("›", " ")))
-        smap = files.maps.get(pick.path)
-        inside = [
-            sec.title
-            for sec in (smap.sections if smap is not None else ())
-            if sec.level and pick.start <= sec.start <= pick.end
-        ]
-        if len(inside) <= AREA_HEADINGS:
-            for title in inside + merged:
-                words.update(tokens(title))
-    return words
-
-
-def _always_include(
-    srcs: Mapping[str, S.Source],
-    files: _Files,
-    opts: S.Options,
-    shown: dict[str, list[tuple[int, int]]],
-    withheld: list[_Piece],
-    skipped: list[tuple[str, str]],
-) -> list[_Piece]:
-    out: list[_Piece] = []
-    for entry in opts.always_include:
-        path, _, heading = entry.partition("#")
-        src = srcs.get(path)
-        if src is None or path not in files.texts:
-            if src is None or src.status == "missing":
-                skipped.append((entry, "always_include entry not found"))
-            continue
-        if path not in files.maps:
-            continue
-        smap = files.maps[path]
-        if not heading:
-            out += _whole(path, files, "", f"always_include “{entry}”", shown, withheld)
-            continue
-        want = " ".join(heading.split()).lower()
-        hits = [
-            s
-            for s in smap.sections
-            if s.level and (s.title.lower() == want or slug(s.title) == slug(heading))
-        ]
-        if not hits:
-            skipped.append((entry, "always_include heading not found"))
-        for sec in hits:
-            out += _pieces(
-                path,
-                smap,
-                files.lines[path],
-                sec.start,
-                sec.end,
-                "",
-                f"always_include “{entry}”",
-                shown,
-                withheld,
-            )
-    return out
-
-
-# --- rendering --------------------------------------------------------------------------------
-
-
 def _fence(text: str) -> str:
     longest = max((len(m.group(1)) for m in re.finditer(r"^[ \t]*(`{3,})", text, re.MULTILINE)), default=0)
     return "`" * max(4, longest + 1)
 
 
-def _excerpt(p: _Piece) -> str:
+def _excerpt(p: Piece) -> str:
     fence = _fence(p.text)
     label = f"`{p.path}`" + (f" § {p.heading}" if p.heading else "")
     body = p.text if p.text.endswith(("\n", "\r")) else p.text + "\n"
@@ -821,13 +388,13 @@ def _render(
     state: Any,
     repo: Repo,
     srcs: Mapping[str, S.Source],
-    files: _Files,
-    instr: Sequence[_Piece],
+    files: Files,
+    instr: Sequence[Piece],
     aliases: Sequence[str],
-    mandatory: Sequence[_Piece],
-    relevant: Sequence[_Piece],
+    mandatory: Sequence[Piece],
+    relevant: Sequence[Piece],
     sel: Any,
-    withheld: Sequence[_Piece],
+    withheld: Sequence[Piece],
     skipped: Sequence[tuple[str, str]],
 ) -> str:
     parts = [
@@ -911,7 +478,7 @@ def _tables_named(
     return out
 
 
-def _memory_section(srcs: Mapping[str, S.Source], files: _Files) -> str:
+def _memory_section(srcs: Mapping[str, S.Source], files: Files) -> str:
     mem = [(p, s) for p, s in srcs.items() if "memory" in s.roles]
     head = (
         "## Agent memory\n\n"
@@ -933,7 +500,7 @@ def _memory_section(srcs: Mapping[str, S.Source], files: _Files) -> str:
 
 
 def _left_out_section(
-    sel: Any, withheld: Sequence[_Piece], skipped: Sequence[tuple[str, str]], state: Any
+    sel: Any, withheld: Sequence[Piece], skipped: Sequence[tuple[str, str]], state: Any
 ) -> str:
     parts = ["## Left out\n\n"]
     # Near misses only: a section far below the cut is noise here (the manifest lists them all).
@@ -982,7 +549,7 @@ def _nested_once(entries: Sequence[Any]) -> list[Any]:
 # --- manifest and files -----------------------------------------------------------------------
 
 
-def _piece_rec(p: _Piece) -> dict[str, Any]:
+def _piece_rec(p: Piece) -> dict[str, Any]:
     return {
         "path": p.path,
         "heading": p.heading,
@@ -996,12 +563,12 @@ def _piece_rec(p: _Piece) -> dict[str, Any]:
 def _manifest(
     state: Any,
     srcs: Mapping[str, S.Source],
-    files: _Files,
-    instr: Sequence[_Piece],
-    mandatory: Sequence[_Piece],
-    relevant: Sequence[_Piece],
+    files: Files,
+    instr: Sequence[Piece],
+    mandatory: Sequence[Piece],
+    relevant: Sequence[Piece],
     sel: Any,
-    withheld: Sequence[_Piece],
+    withheld: Sequence[Piece],
     skipped: Sequence[tuple[str, str]],
     text: str,
 ) -> dict[str, Any]:
