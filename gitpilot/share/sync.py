@@ -15,6 +15,7 @@ from pathlib import Path
 from gitpilot.checks.records import CHECKS_REF, parse_line
 from gitpilot.errors import PilotError
 from gitpilot.gitrun import first_line
+from gitpilot.procs import alive
 from gitpilot.repo import Repo
 from gitpilot.share.validate import Accepted, accept_line, valid_remote_name
 from gitpilot.store.notes import Mutation, NotesStore, union_lines
@@ -326,18 +327,10 @@ def _drop_stale_scratch(repo: Repo) -> None:
     out = repo.git("for-each-ref", "--format=%(refname)", _SCRATCH.rsplit("/", 1)[0] + "/")
     for ref in out.decode("utf-8", "replace").split():
         pid = ref[len(_SCRATCH):].split("-")[0]
-        if ref.startswith(_SCRATCH) and pid.isdigit() and not _alive(int(pid)):
+        if ref.startswith(_SCRATCH) and pid.isdigit() and not alive(int(pid)):
             repo.git_proc("update-ref", "-d", ref)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _push_commit(repo: Repo, remote: str, commit: str, base: str | None) -> str | None:

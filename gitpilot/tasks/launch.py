@@ -28,6 +28,7 @@ from pathlib import Path
 from gitpilot.agents.base import Adapter, Features, Invocation, LiveSession, Outcome
 from gitpilot.errors import PilotError
 from gitpilot.gitrun import clean_env
+from gitpilot.procs import alive
 from gitpilot.repo import Repo
 from gitpilot.tasks.session import launch_entry, update_session
 
@@ -167,24 +168,12 @@ def running_process(repo: Repo, tid: str) -> dict[str, object] | None:
         pid = int(body["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not _alive(pid):
+    if not alive(pid):
         path.unlink(missing_ok=True)
         return None
     return dict(body)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie has exited: it is not running the session any more
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def terminate(pid: int) -> bool:
