@@ -205,13 +205,11 @@ def write_stamp(
     *,
     key: str,
     index_sig: list[int],
-    fingerprint: str,
     capsule: bytes,
     sources: Iterable[str],
     probes: Iterable[str],
     started_ns: int,
     baseline_bytes: int,
-    capsule_bytes: int,
 ) -> None:
     """Record what the express path compares (after a full build or a full re-verification).
 
@@ -233,14 +231,12 @@ def write_stamp(
         "task_id": tid,
         "root": real_root,
         "index": index,
-        "fingerprint": fingerprint,
         "capsule": bytes(capsule),
         "present": "\n".join(n for n in names if n not in gone),
         "absent": "\n".join(missing),
         # a file changed in the racy window: no signatures, so the next run checks in full
         "sigs": b"" if racy else sigs,
-        "baseline_bytes": baseline_bytes,
-        "capsule_bytes": capsule_bytes,
+        "baseline_bytes": baseline_bytes,  # for the reuse line: the capsule's own size is len(capsule)
     }
     path = stamp_path(git_dir, key)
     os.makedirs(os.path.dirname(path), exist_ok=True)

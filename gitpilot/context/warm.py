@@ -189,13 +189,11 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: byte
         state.task_id,
         key=state.stamp_key,
         index_sig=state.index_sig,
-        fingerprint=str(manifest.get("fingerprint")),
         capsule=body,
         sources=sources,
         probes=probe_paths(state, extras),
         started_ns=state.started_ns,
         baseline_bytes=int(manifest.get("baseline_bytes", 0)),
-        capsule_bytes=int(manifest.get("capsule_bytes", 0)),
     )
 
 
