@@ -14,8 +14,9 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from gitpilot.agents.base import (
     JSON_OUTPUT,
@@ -91,7 +92,7 @@ class CodexAdapter(Adapter):
     def session_after(self, invocation: Invocation, since: float, cwd: Path) -> str | None:
         """An interactive Codex session prints no id; its rollout file under ``$CODEX_HOME``
         (``~/.codex``) records it with the working directory."""
-        return rollout_session(_codex_home(self._env), since, cwd)
+        return rollout_session(codex_home(env=self._env), since, cwd)
 
     def outcome(self, invocation: Invocation, exit_code: int, stdout: str, stderr: str) -> Outcome:
         session_id = invocation.session_id
@@ -128,12 +129,27 @@ class CodexAdapter(Adapter):
 ROLLOUT_SLACK = 2.0  # seconds: a rollout file's clock may run a little behind the launch's
 
 
-def _codex_home(env: dict[str, str] | None) -> Path:
+def codex_home(home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Where Codex keeps its config and sessions: ``$CODEX_HOME``, else ``~/.codex`` (``home``
+    given, or ``$HOME``)."""
     source = env if env is not None else os.environ
-    home = source.get("CODEX_HOME")
-    if home:
-        return Path(home)
-    return Path(source.get("HOME") or os.path.expanduser("~")) / ".codex"
+    if source.get("CODEX_HOME"):
+        return Path(source["CODEX_HOME"])
+    base = home if home is not None else Path(source.get("HOME") or os.path.expanduser("~"))
+    return base / ".codex"
+
+
+def session_meta(path: Path) -> dict[str, Any] | None:
+    """The ``session_meta`` payload a Codex rollout starts with (id, cwd, source); None if not one."""
+    try:
+        with open(path, "rb") as fh:
+            rec = json.loads(fh.readline(1 << 20))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("type") != "session_meta" or not isinstance(rec.get("payload"), dict):
+        return None
+    payload: dict[str, Any] = rec["payload"]
+    return payload
 
 
 def _day_dirs(sessions: Path, since: float) -> list[Path]:
@@ -167,15 +183,10 @@ def rollout_session(home: Path, since: float, cwd: Path) -> str | None:
             path = day / name
             try:
                 mtime = path.stat().st_mtime
-                if mtime < since - ROLLOUT_SLACK:
-                    continue
-                with open(path, "rb") as fh:
-                    first = fh.readline(1 << 20)
-                meta = json.loads(first)
-            except (OSError, ValueError):
+            except OSError:
                 continue
-            payload = meta.get("payload") if isinstance(meta, dict) else None
-            if not isinstance(payload, dict) or meta.get("type") != "session_meta":
+            payload = session_meta(path) if mtime >= since - ROLLOUT_SLACK else None
+            if payload is None:
                 continue
             sid = payload.get("id") or payload.get("session_id")
             where = payload.get("cwd")

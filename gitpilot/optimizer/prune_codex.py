@@ -14,10 +14,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from gitpilot.agents.codex import codex_home
 from gitpilot.errors import PilotError
 from gitpilot.gitrun import clean_env
 from gitpilot.optimizer import prune_json
-from gitpilot.optimizer.prune_evidence import codex_home, normalize_server
+from gitpilot.optimizer.prune_evidence import normalize_server
 from gitpilot.optimizer.prune_types import CODEX_PROJECT_CONFIG, Context, Proposal, load_toml, plural, rel
 
 CODEX_TIMEOUT = 60

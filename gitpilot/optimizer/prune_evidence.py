@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitpilot.agents.codex import codex_home, session_meta
+
 
 @dataclass
 class Evidence:
@@ -198,11 +200,6 @@ def _strings(value: object) -> list[str]:
 
 
 # -- Codex -----------------------------------------------------------------------------------
-def codex_home(home: Path) -> Path:
-    env = os.environ.get("CODEX_HOME")
-    return Path(env) if env else home / ".codex"
-
-
 _CODEX_NEEDLES = (
     b'"function_call"',
     b'"custom_tool_call"',
@@ -225,23 +222,10 @@ def codex_rollouts(home: Path, root: Path) -> list[tuple[Path, dict[str, Any]]]:
         return []
     found: list[tuple[Path, dict[str, Any]]] = []
     for path in sorted(base.rglob("rollout-*.jsonl")):
-        meta = _session_meta(path)
+        meta = session_meta(path)
         if meta is not None and _inside(str(meta.get("cwd") or ""), root):
             found.append((path, meta))
     return found
-
-
-def _session_meta(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline()
-    except OSError:
-        return None
-    rec = _loads(first)
-    if rec is None or rec.get("type") != "session_meta" or not isinstance(rec.get("payload"), dict):
-        return None
-    payload: dict[str, Any] = rec["payload"]
-    return payload
 
 
 def read_codex(home: Path, root: Path) -> Evidence:
