@@ -58,8 +58,10 @@ class Outcome:
 
     def __init__(self, check: CheckSpec, result: str, reused: Record | None = None, seconds: float = 0.0,
                  exit_code: int | None = None, timed_out: bool = False, log_path: Path | None = None,
-                 log_size: int = 0, flaky: bool = False, reason: str = "", minutes: float = 0.0) -> None:
+                 log_size: int = 0, flaky: bool = False, reason: str = "", minutes: float = 0.0,
+                 tree: str = "") -> None:
         self.check = check
+        self.tree = tree  # the checked state's tree id this outcome belongs to
         self.result = result  # "pass" / "fail"
         self.reused = reused
         self.seconds = seconds
@@ -108,21 +110,26 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         raise PilotError("no checks configured: add [[check]] tables to .gitpilot.toml (git pilot init writes one)")
     reuse_on = bool(cfg.get("leanloop.checks.reuse_unchanged_passes")) and bool(cfg.get("leanloop.enabled"))
     tree = repo.worktree_tree_id()
+    first_tree = tree
     records = load_records(repo, tree)
     platform = this_platform()
     trusted = trusted_remotes(cfg)
     outcomes: list[Outcome] = []
-    to_record: list[Record] = []
+    # A run's outcome belongs to the tree id computed just before it ran, and only when the
+    # tree id just after is the same: a later check that changes the working tree must not
+    # move earlier passes onto a tree they never saw.
+    to_record: dict[str, list[Record]] = {}
     progress = output.Progress()
     progress.active = progress.active and not opts.json
     email: str | None = None
     run_dir: Path | None = None
     for check in checks:
         key = key_hash(check)
-        verdict = judge(records, check, key, platform, trusted)
+        seen = records + to_record.get(tree, [])  # a check listed twice reuses this run's pass
+        verdict = judge(seen, check, key, platform, trusted)
         if verdict.reusable is not None and reuse_on and not opts.force:
             outcomes.append(Outcome(check, "pass", reused=verdict.reusable, flaky=verdict.flaky,
-                                    reason=verdict.reason))
+                                    reason=verdict.reason, tree=tree))
             continue
         reason = verdict.reason
         if opts.force:
@@ -134,6 +141,7 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         if email is None:
             email = repo.config_get("user.email") or ""
         outcome = _run_one(repo, cfg, check, run_dir, progress, reason, verdict.flaky)
+        outcome.tree = tree
         outcomes.append(outcome)
         after = repo.worktree_tree_id()
         if after != tree:
@@ -142,19 +150,19 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
             records = load_records(repo, tree)
         else:
             when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            to_record.append(new_record(check, key, outcome.result, outcome.seconds, outcome.exit_code,
-                                        email, when))
+            to_record.setdefault(tree, []).append(new_record(check, key, outcome.result, outcome.seconds,
+                                                             outcome.exit_code, email, when))
             outcome.recorded = True
             if outcome.result == "fail" and verdict.reusable is not None:
                 outcome.flaky = True
-            if outcome.result == "pass" and any(r.key == key and r.result == "fail" for r in records):
+            if outcome.result == "pass" and any(r.key == key and r.result == "fail" for r in seen):
                 outcome.flaky = True
         if outcome.result == "fail" and opts.bail:
             break
     progress.clear()
     if to_record:
         try:
-            _store(repo, tree, to_record)
+            _store(repo, to_record)
         except PilotError as exc:  # the results still count and are shown; only their record is lost
             output.err(f"warning: check results not recorded: {exc}")
             for o in outcomes:
@@ -165,7 +173,7 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
 
         record_checks(repo, outcomes)
     if opts.json:
-        output.out(json.dumps(_as_json(tree, outcomes, opts), indent=2, sort_keys=True))
+        output.out(json.dumps(_as_json(first_tree, tree, outcomes, opts), indent=2, sort_keys=True))
     elif not cfg.get("leanloop.enabled"):
         _render_plain(outcomes)
     else:
@@ -184,10 +192,11 @@ def _render_plain(outcomes: list[Outcome]) -> None:
         output.out(f"{o.check.name}: {verdict}")
 
 
-def _store(repo: Repo, tree: str, recs: list[Record]) -> None:
-    # All records of one invocation land in one notes commit.
-    by_tree: dict[str, list[str]] = {tree: [r.to_line() for r in recs]}
-    NotesStore(repo, CHECKS_REF).add_lines(by_tree, f"git pilot: record {len(recs)} check result(s)")
+def _store(repo: Repo, recs: dict[str, list[Record]]) -> None:
+    # All records of one invocation land in one notes commit, each on the tree it was run on.
+    by_tree = {tree: [r.to_line() for r in lines] for tree, lines in recs.items()}
+    count = sum(len(lines) for lines in recs.values())
+    NotesStore(repo, CHECKS_REF).add_lines(by_tree, f"git pilot: record {count} check result(s)")
 
 
 def _new_run_dir(repo: Repo) -> Path:
@@ -287,11 +296,12 @@ def render(outcomes: list[Outcome], explain: bool) -> list[str]:
     return lines
 
 
-def _as_json(tree: str, outcomes: list[Outcome], opts: CheckOptions) -> dict[str, Any]:
+def _as_json(tree: str, final_tree: str, outcomes: list[Outcome], opts: CheckOptions) -> dict[str, Any]:
     items = []
     for o in outcomes:
         item: dict[str, Any] = {
             "name": o.check.name,
+            "tree": o.tree,
             "command": shown_command(o.check.run),
             "result": o.result,
             "reused": o.reused is not None,
@@ -314,7 +324,8 @@ def _as_json(tree: str, outcomes: list[Outcome], opts: CheckOptions) -> dict[str
             item["not_recorded"] = o.not_recorded_reason
         items.append(item)
     return {
-        "tree": tree,
+        "tree": tree,  # the checked state when the run began
+        "final_tree": final_tree,  # and when it ended (differs when a check changed the working tree)
         "checks": items,
         "passed": sum(1 for o in outcomes if o.result == "pass"),
         "failed": sum(1 for o in outcomes if o.result == "fail"),

@@ -12,15 +12,30 @@ import click
 @click.option("--only", metavar="NAME|N", help="Run one check, by name or number.")
 @click.option("--bail", is_flag=True, help="Stop after the first failing check.")
 @click.option("--log", "log", metavar="NAME|N", help="Print the full stored log of a check's latest run.")
+@click.option("--tree", "tree", is_flag=True,
+              help="Print the checked state's tree id (what the records are keyed by) and run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--explain", is_flag=True, help="Say why each check was reused or run.")
-def command(force: bool, only: str | None, bail: bool, log: str | None, as_json: bool, explain: bool) -> int:
+def command(force: bool, only: str | None, bail: bool, log: str | None, tree: bool, as_json: bool,
+            explain: bool) -> int:
     """Run the configured checks quietly; full logs stay on disk."""
     from gitpilot.checks.engine import CheckOptions, run_checks
 
     if log is not None:
         return show_log(log)
+    if tree:
+        return show_tree()
     return run_checks(Path.cwd(), CheckOptions(force=force, only=only, bail=bail, json=as_json, explain=explain))
+
+
+def show_tree() -> int:
+    """The tree id of tracked and untracked-not-ignored files as the working tree holds them:
+    on a dirty tree this differs from ``git write-tree`` (the index's tree)."""
+    from gitpilot import output
+    from gitpilot.repo import Repo
+
+    output.out(Repo.discover(Path.cwd()).worktree_tree_id())
+    return 0
 
 
 def show_log(selector: str) -> int:
