@@ -340,3 +340,61 @@ def test_enable_with_a_broken_config_fails_and_writes_nothing(git_repo: Path) ->
     assert proc.returncode == 1 and "optimizer.learn" in proc.stderr and "Traceback" not in proc.stderr
     assert not (git_repo / ".claude").exists()
     assert not (git_repo / ".git" / "pilot" / "claude-hooks.json").exists()
+
+
+# Bytes a JSON parser and writer would not give back: CRLF line ends, an odd indentation, a
+# number written as 1e3, \u escapes and an escaped slash, a duplicate key (the last one wins
+# for Claude Code, the first is still the user's text), no final newline.
+AWKWARD_SETTINGS = (
+    b'{\r\n   "model":  "opus",\r\n   "cleanupPeriodDays": 1e3,\r\n'
+    b'   "statusLine": {"type": "command", "command": "echo \\u00e9t\\u00e9 \\/ ok"},\r\n'
+    b'   "model": "sonnet"\r\n}'
+)
+
+
+def test_disable_restores_an_awkward_file_byte_for_byte(git_repo: Path) -> None:
+    path = git_repo / SETTINGS
+    path.parent.mkdir()
+    path.write_bytes(AWKWARD_SETTINGS)
+    path.chmod(0o600)
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    assert path.read_bytes() != AWKWARD_SETTINGS and our_groups(json.loads(path.read_text()), "Stop")
+
+    proc = run_pilot("optimize", "disable", "claude", cwd=git_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert "removed git pilot hooks from .claude/settings.local.json: " + ", ".join(EVENTS) in proc.stdout
+    assert path.read_bytes() == AWKWARD_SETTINGS
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert git(git_repo, "status", "--porcelain") == "?? .claude/\n"  # the user's own file, as before
+
+
+def test_disable_after_an_edit_keeps_the_edit_and_removes_only_our_hooks(git_repo: Path) -> None:
+    path = git_repo / SETTINGS
+    path.parent.mkdir()
+    path.write_bytes(AWKWARD_SETTINGS)
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    settings = json.loads(path.read_text())
+    settings["theme"] = "dark"  # the user changed something else meanwhile
+    path.write_text(json.dumps(settings, indent=3))
+
+    assert run_pilot("optimize", "disable", "claude", cwd=git_repo).returncode == 0
+    after = json.loads(path.read_text())
+    assert after == {"model": "sonnet", "cleanupPeriodDays": 1000.0,
+                     "statusLine": {"type": "command", "command": "echo été / ok"}, "theme": "dark"}
+
+
+def test_a_second_enable_after_an_edit_never_restores_our_hooks(git_repo: Path) -> None:
+    """enable, hand edit, enable again (adds nothing new here), disable: our hooks are gone."""
+    path = git_repo / SETTINGS
+    path.parent.mkdir()
+    path.write_bytes(AWKWARD_SETTINGS)
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    settings = json.loads(path.read_text())
+    del settings["hooks"]["Stop"]  # the user drops one of ours; a second enable puts it back
+    path.write_text(json.dumps(settings, indent=2))
+    assert run_pilot("optimize", "enable", "claude", cwd=git_repo).returncode == 0
+    assert our_groups(json.loads(path.read_text()), "Stop")
+
+    assert run_pilot("optimize", "disable", "claude", cwd=git_repo).returncode == 0
+    after = json.loads(path.read_text())
+    assert "hooks" not in after and after["model"] == "sonnet"

@@ -1,37 +1,18 @@
 """``optimize enable|disable claude``: git pilot's hooks in ``.claude/settings.local.json``.
 
-Enabling merges one hook group per event into the file, next to whatever the user has
-(their groups, even for the same events, are never touched), and keeps the file's JSON
-indentation, key order and final newline. The groups added are recorded in
-``<git common dir>/pilot/claude-hooks.json`` so that disabling removes exactly those, and
-nothing the user wrote. The file is refused when git tracks it (it is meant to be personal)
-or when it, or ``.claude``, is a symlink (we would be editing a file somewhere else). When
-git does not already ignore it, enabling adds it to ``<git common dir>/info/exclude`` so it
-is never committed by accident (and never counts as an untracked file of the checked
-state); disabling takes that line out again.
-
-The hook command is the interpreter running git pilot now, by absolute path, with ``-m
-gitpilot``: it works from the agent's shell whatever its PATH holds (a version-manager shim
-on PATH would cost ~80 ms on every tool call).
+The file, its events and matchers; the editing (merge, exclude, byte-for-byte restore) is
+``agent_hooks``. The hook command is the interpreter running git pilot now, by absolute path,
+with ``-m gitpilot hook claude``: it works from the agent's shell whatever its PATH holds (a
+version-manager shim on PATH would cost ~80 ms on every tool call).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shlex
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
-from gitpilot.errors import PilotError
-from gitpilot.gitrun import run_git
-from gitpilot.optimizer import statefile
+from gitpilot.optimizer import agent_hooks
 
 SETTINGS = Path(".claude") / "settings.local.json"
-MANIFEST = "claude-hooks.json"
 #: Tools whose results the detector and the learner read; other tools never start the hook.
 MATCHER = "Bash|Edit|Write|MultiEdit|NotebookEdit"
 EVENTS: tuple[tuple[str, str | None], ...] = (
@@ -42,299 +23,16 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("Stop", None),
     ("SessionEnd", None),
 )
-HOOK_TIMEOUT_SECONDS = 10
-_OURS = re.compile(r"(?:-m gitpilot|git-pilot|git pilot) hook claude\s*$")
-
-
-def hook_command() -> str:
-    """The shell command Claude Code runs: this interpreter, ``-m gitpilot hook claude``."""
-    python = shlex.quote(sys.executable)
-    command = f"{python} -m gitpilot hook claude"
-    package_parent = str(Path(__file__).resolve().parents[2])
-    if not _importable_without(package_parent):
-        command = f"PYTHONPATH={shlex.quote(package_parent)} {command}"
-    return command
-
-
-def _importable_without(path: str) -> bool:
-    """Whether gitpilot imports from a neutral directory without PYTHONPATH (i.e. it is installed)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", "import gitpilot"], cwd="/", env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc.returncode == 0
-
-
-def settings_path(root: Path) -> Path:
-    return root / SETTINGS
-
-
-def _guard(root: Path, path: Path) -> None:
-    rel = path.relative_to(root).as_posix()
-    for candidate in (path.parent, path):
-        if candidate.is_symlink():
-            raise PilotError(f"{candidate.relative_to(root).as_posix()} is a symlink; git pilot will not "
-                             f"edit through it (point Claude Code at a real file, or add the hooks by hand)")
-    tracked = run_git(["ls-files", "--", rel], root).stdout.strip()
-    if tracked:
-        raise PilotError(f"{rel} is tracked by git; git pilot only edits an untracked, personal settings "
-                         f"file (git rm --cached {rel} first, or add the hooks by hand)")
-
-
-def _read_text(path: Path) -> str:
-    """The file's text, or one clear line saying why it cannot be read (the file is left alone)."""
-    if path.is_dir():
-        raise PilotError(f"{path}: is a directory, not a JSON settings file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PilotError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PilotError(f"{path}: not UTF-8 (byte {exc.start}); Claude Code reads JSON as UTF-8") from exc
-
-
-class JsonFile:
-    """A JSON settings file with its formatting: indentation, separators, final newline."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.existed = path.exists()
-        text = _read_text(path) if self.existed else ""
-        self.mode = path.stat().st_mode & 0o777 if self.existed else 0o644
-        if text.strip():
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise PilotError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
-        else:
-            data = {}
-        if not isinstance(data, dict):
-            raise PilotError(f"{path}: the top level must be a JSON object")
-        self.data: dict[str, Any] = data
-        self.indent: str | None = "  "
-        self.compact_separators = False
-        self.final_newline = True
-        if text.strip():
-            m = re.search(r"\n([ \t]+)\S", text)
-            self.indent = m.group(1) if m else None
-            self.compact_separators = self.indent is None and '": ' not in text and '", "' not in text
-            self.final_newline = text.endswith("\n")
-
-    def render(self) -> str:
-        if self.indent is None:
-            seps = (",", ":") if self.compact_separators else (", ", ": ")
-            text = json.dumps(self.data, ensure_ascii=False, separators=seps)
-        else:
-            text = json.dumps(self.data, ensure_ascii=False, indent=self.indent)
-        return text + ("\n" if self.final_newline else "")
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(self.render(), "utf-8")
-        os.chmod(tmp, self.mode)
-        os.replace(tmp, self.path)
-
-
-def _manifest_path(common: Path) -> str:
-    return str(common / "pilot" / MANIFEST)
-
-
-def _is_ours(hook: Any, commands: set[str]) -> bool:
-    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
-        return False
-    return hook["command"] in commands or bool(_OURS.search(hook["command"]))
-
-
-def _group(matcher: str | None, command: str) -> dict[str, Any]:
-    group: dict[str, Any] = {}
-    if matcher is not None:
-        group["matcher"] = matcher
-    group["hooks"] = [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]
-    return group
-
-
-def _hooks_table(doc: JsonFile) -> dict[str, Any]:
-    hooks = doc.data.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise PilotError(f"{doc.path}: 'hooks' must be a JSON object")
-    return hooks
-
-
-def _groups(doc: JsonFile, hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
-    """The hook groups of ``event``, checked to be of the shape Claude Code reads: a list of
-    objects whose ``hooks`` (when present) is a list. git pilot adds its group next to them
-    and will not write beside ones it cannot read."""
-    groups = hooks.get(event, [])
-    if not isinstance(groups, list):
-        raise PilotError(f"{doc.path}: 'hooks.{event}' must be a list")
-    for i, group in enumerate(groups):
-        if not isinstance(group, dict):
-            raise PilotError(f"{doc.path}: 'hooks.{event}[{i}]' must be a JSON object")
-        if not isinstance(group.get("hooks", []), list):
-            raise PilotError(f"{doc.path}: 'hooks.{event}[{i}].hooks' must be a list")
-    return groups
+TARGET = agent_hooks.Target("claude", SETTINGS, "claude-hooks.json", EVENTS, "Claude Code")
 
 
 def enable(root: Path, common: Path, command: str | None = None) -> list[str]:
-    """Add git pilot's hooks; the events it added (empty when all were already there)."""
-    path = settings_path(root)
-    _guard(root, path)
-    command = command or hook_command()
-    with statefile.locked(_manifest_path(common)):
-        doc = JsonFile(path)
-        created_hooks = "hooks" not in doc.data
-        hooks = _hooks_table(doc)
-        added: list[dict[str, Any]] = []
-        for event, matcher in EVENTS:
-            groups = _groups(doc, hooks, event)
-            if any(_is_ours(h, {command}) for g in groups for h in g.get("hooks", [])):
-                continue
-            group = _group(matcher, command)
-            added.append({"event": event, "group": group, "created_event": event not in hooks})
-            hooks[event] = [*groups, group]
-        if not added:
-            return []
-        doc.data["hooks"] = hooks
-        manifest = _read_manifest(common)
-        key = str(path)
-        entry = _entry(manifest, key) or {
-            "created_file": not doc.existed, "created_dir": not path.parent.exists(),
-            "created_hooks": created_hooks, "added": []}
-        entry["added"].extend(added)
-        manifest[key] = entry
-        doc.save()
-        if not entry.get("excluded"):
-            entry["excluded"] = _exclude(root, common)
-        statefile.write_json(_manifest_path(common), manifest, indent=2)
-    return [a["event"] for a in added]
-
-
-_EXCLUDE_LINES = ("# added by git pilot optimize enable claude (removed by disable)",
-                  "/" + SETTINGS.as_posix())
-_EXCLUDE_BLOCK = ("\n".join(_EXCLUDE_LINES) + "\n").encode()
-
-
-def _exclude(root: Path, common: Path) -> bool:
-    """Keep the personal settings file out of commits (``info/exclude``) unless already ignored."""
-    if run_git(["check-ignore", "-q", "--", SETTINGS.as_posix()], root, check=False).returncode == 0:
-        return False
-    path = common / "info" / "exclude"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = path.read_bytes() if path.exists() else b""  # bytes: patterns need not be UTF-8
-    if data and not data.endswith(b"\n"):
-        data += b"\n"
-    path.write_bytes(data + _EXCLUDE_BLOCK)
-    return True
-
-
-def _unexclude(common: Path) -> None:
-    path = common / "info" / "exclude"
-    if not path.exists():
-        return
-    data = path.read_bytes()
-    if _EXCLUDE_BLOCK in data:
-        path.write_bytes(data.replace(_EXCLUDE_BLOCK, b"", 1))
+    return agent_hooks.enable(TARGET, root, common, command)
 
 
 def disable(root: Path, common: Path) -> list[str]:
-    """Remove what ``enable`` added; the events it removed hooks from."""
-    path = settings_path(root)
-    if not path.exists() and not path.is_symlink():
-        return []
-    _guard(root, path)
-    with statefile.locked(_manifest_path(common)):
-        manifest = _read_manifest(common)
-        entry = _entry(manifest, str(path)) or {"created_file": False, "created_hooks": False, "added": []}
-        manifest.pop(str(path), None)
-        if entry.get("excluded"):
-            others = sorted(k for k in manifest if _entry(manifest, k) is not None)
-            if others:  # another worktree's file still relies on the exclude line
-                manifest[others[0]]["excluded"] = True
-            else:
-                _unexclude(common)
-        commands = {h["command"] for a in entry["added"] for h in a["group"]["hooks"]
-                    if isinstance(h, dict) and isinstance(h.get("command"), str)}
-        created_events = {a["event"] for a in entry["added"] if a.get("created_event")}
-        doc = JsonFile(path)
-        if "hooks" not in doc.data:
-            return []
-        hooks = _hooks_table(doc)
-        removed: list[str] = []
-        for event in list(hooks):
-            groups = hooks[event]
-            if not isinstance(groups, list):
-                continue
-            kept, hit = _without_ours(groups, commands)
-            if hit:
-                removed.append(event)
-                if kept or event not in created_events:
-                    hooks[event] = kept
-                else:
-                    del hooks[event]
-        if not removed:
-            return []
-        if not hooks and entry.get("created_hooks"):
-            del doc.data["hooks"]
-        if not doc.data and entry.get("created_file"):
-            path.unlink()
-            if entry.get("created_dir") and not any(path.parent.iterdir()):
-                path.parent.rmdir()
-        else:
-            doc.save()
-        statefile.write_json(_manifest_path(common), manifest, indent=2)
-    return removed
-
-
-def _without_ours(groups: list[Any], commands: set[str]) -> tuple[list[Any], bool]:
-    kept: list[Any] = []
-    hit = False
-    for group in groups:
-        inner = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(inner, list) or not any(_is_ours(h, commands) for h in inner):
-            kept.append(group)
-            continue
-        hit = True
-        rest = [h for h in inner if not _is_ours(h, commands)]
-        if rest:  # the user added their own hook to our group: keep theirs
-            kept.append({**group, "hooks": rest})
-    return kept, hit
-
-
-def _read_manifest(common: Path) -> dict[str, Any]:
-    data = statefile.read_json(_manifest_path(common))
-    return data if isinstance(data, dict) else {}
-
-
-def _entry(manifest: dict[str, Any], key: str) -> dict[str, Any] | None:
-    """The manifest's record for one settings file, keeping only the added groups it can read.
-
-    The manifest is machine-local state a crash or a hand edit can damage; a damaged record
-    loses nothing that matters: ``disable`` also knows git pilot's hooks by their command."""
-    entry = manifest.get(key)
-    if not isinstance(entry, dict):
-        return None
-    added = entry.get("added")
-    entry["added"] = [
-        a for a in (added if isinstance(added, list) else [])
-        if isinstance(a, dict) and isinstance(a.get("event"), str) and isinstance(a.get("group"), dict)
-        and isinstance(a["group"].get("hooks"), list)
-    ]
-    return entry
+    return agent_hooks.disable(TARGET, root, common)
 
 
 def enabled_events(root: Path) -> list[str]:
-    """The events for which the settings file holds a git pilot hook."""
-    path = settings_path(root)
-    if not path.is_file():
-        return []
-    try:
-        hooks = JsonFile(path).data.get("hooks", {})
-    except PilotError:
-        return []
-    if not isinstance(hooks, dict):
-        return []
-    return sorted(e for e, groups in hooks.items() if isinstance(groups, list) and
-                  any(_is_ours(h, set()) for g in groups if isinstance(g, dict)
-                      for h in (g.get("hooks") or [])))
+    return agent_hooks.enabled_events(TARGET, root)
