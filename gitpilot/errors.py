@@ -13,3 +13,8 @@ class UsageError(PilotError):
     """The command line itself is wrong: exit code 2."""
 
     exit_code = 2
+
+
+class RecordLost(PilotError):
+    """A check result could not be recorded for a reason the user must see (a stale ref lock, a
+    signature that could not be made): the check command exits 1 even when every check passed."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from conftest import REPO_ROOT, git, make_repo, pilot_env, run_pilot
 
 CHECK = "[[check]]\nname = \"unit\"\nrun = \"true\"\n"
+# Trust is the clone's own (git config pilot.trust); the committed file can only narrow it.
 TRUST_ORIGIN = CHECK + "[share]\ntrust = [\"origin\"]\n"
 
 
@@ -22,8 +23,11 @@ def bare_with(tmp: Path, config: str) -> Path:
     return remote
 
 
-def clone(remote: Path, path: Path, name: str = "origin") -> Path:
+def clone(remote: Path, path: Path, name: str = "origin", trust: bool = False) -> Path:
+    """A clone of ``remote`` under ``name``; with ``trust``, one that trusts it (git config pilot.trust)."""
     git(remote.parent, "clone", "-q", "-o", name, str(remote), str(path))
+    if trust:
+        git(path, "config", "--add", "pilot.trust", name)
     return path
 
 
@@ -74,15 +78,15 @@ def test_pass_from_clone_a_is_reused_in_b_only_when_its_remote_is_trusted(tmp_pa
     assert check_json(a)["reused"] is False
     push = pilot(a, "share", "push").stdout
     assert "pushed 1 check record(s) on 1 tree(s) to origin" in push
-    # B calls the same remote "origin", which the committed config trusts: the pass is reused
-    b = clone(remote, tmp_path / "b")
+    # B calls the same remote "origin" and trusts it: the pass is reused
+    b = clone(remote, tmp_path / "b", trust=True)
     assert "pulled check notes from origin: 1 record(s) on 1 tree(s)" in pilot(b, "share", "pull").stdout
     item = check_json(b)
     assert item["reused"] is True
     origin = item["reused_from"]
     assert isinstance(origin, dict)
     assert (origin["remote"], origin["email"]) == ("origin", "ada@example.com") and origin["platform"]
-    # C reaches the same remote under a name the config does not trust: shown, never reused
+    # C reaches the same remote under a name it does not trust: shown, never reused
     c = clone(remote, tmp_path / "c", name="upstream")
     pilot(c, "share", "pull")
     explain = pilot(c, "check", "--explain").stdout
@@ -114,7 +118,7 @@ def test_forged_note_on_an_untrusted_remote_is_never_reused_nor_laundered(tmp_pa
     git(evil, "notes", "--ref=pilot/checks", "add", "-m", forged_pass(TRUST_ORIGIN), tree)
     git(evil, "push", "-q", "origin", "refs/notes/pilot/checks")
     # The victim trusts origin and also pulls from the fork.
-    victim = clone(remote, tmp_path / "victim")
+    victim = clone(remote, tmp_path / "victim", trust=True)
     git(victim, "remote", "add", "fork", str(fork))
     pilot(victim, "share", "pull", "fork")
     stored = note_lines(victim, "pilot/checks", tree)
@@ -126,7 +130,7 @@ def test_forged_note_on_an_untrusted_remote_is_never_reused_nor_laundered(tmp_pa
     pushed = note_lines(remote, "pilot/checks", tree)
     assert [(r.get("remote"), r["email"]) for r in pushed] == [(None, "ada@example.com")]
     # and a third clone that trusts origin reuses only that honest pass
-    third = clone(remote, tmp_path / "third")
+    third = clone(remote, tmp_path / "third", trust=True)
     pilot(third, "share", "pull")
     item = check_json(third)
     assert item["reused"] is True and item["reused_from"]["email"] == "ada@example.com"  # type: ignore[index]
@@ -151,7 +155,7 @@ def test_malformed_remote_lines_are_skipped_with_one_warning(tmp_path: Path) -> 
     body = "\n".join([good, *bad]) + "\n"
     git(a, "notes", "--ref=pilot/checks", "add", "-f", "-m", body, tree)
     git(a, "push", "-q", "origin", "refs/notes/pilot/checks")
-    b = clone(remote, tmp_path / "b")
+    b = clone(remote, tmp_path / "b", trust=True)
     res = run_pilot("share", "pull", cwd=b)
     assert res.returncode == 0
     warnings = [ln for ln in res.stderr.splitlines() if ln]

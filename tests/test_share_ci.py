@@ -31,6 +31,7 @@ def test_ci_job_reuses_trusted_passes_and_shares_its_own(tmp_path: Path, pilot_o
     git(tmp_path, "init", "-q", "--bare", str(remote))
     dev = make_repo(tmp_path / "dev", {".gitpilot.toml": CONFIG, "app.py": "x = 1\n"})
     git(dev, "remote", "add", "origin", str(remote))
+    git(dev, "config", "pilot.trust", "origin")
     git(dev, "push", "-q", "origin", "main")
     dev_runs, ci_runs = tmp_path / "dev-runs", tmp_path / "ci-runs"
     # A developer checks commit 1 and shares the pass.
@@ -39,6 +40,7 @@ def test_ci_job_reuses_trusted_passes_and_shares_its_own(tmp_path: Path, pilot_o
     # CI on commit 1: the developer's pass (through the trusted origin) is reused, nothing runs.
     ci = tmp_path / "ci"
     git(tmp_path, "clone", "-q", str(remote), str(ci))
+    git(ci, "config", "pilot.trust", "origin")
     job = ci_job(ci, ci_runs)
     assert job.returncode == 0, job.stdout + job.stderr
     assert "(reused: passed" in job.stdout and "via origin" in job.stdout

@@ -16,13 +16,15 @@ from pathlib import Path
 from gitpilot import output
 from gitpilot.checks.records import CHECKS_REF, Record, judge, key_hash, new_record, parse_body, this_platform
 from gitpilot.config import CheckSpec, Config, load
-from gitpilot.errors import PilotError
+from gitpilot.errors import PilotError, RecordLost
 from gitpilot.repo import Repo
 from gitpilot.store.notes import NotesStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from gitpilot.share.trust import Trust
 
 _TASK_RE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
 # Every credential gitpilot.redact knows has one of these; a command without them is shown as
@@ -85,11 +87,11 @@ def current_task() -> str:
     return task if _TASK_RE.match(task) else "adhoc"
 
 
-def trusted_remotes(cfg: Config) -> frozenset[str]:
-    try:
-        return frozenset(cfg.get("share.trust"))
-    except KeyError:
-        return frozenset()
+def load_trust(repo: Repo, cfg: Config) -> Trust:
+    """Whose records count here: ``git config pilot.trust``, narrowed by ``[share] trust``."""
+    from gitpilot.share.trust import load_trust as load
+
+    return load(repo, cfg)
 
 
 def load_records(repo: Repo, tree: str) -> list[Record]:
@@ -113,7 +115,7 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
     first_tree = tree
     records = load_records(repo, tree)
     platform = this_platform()
-    trusted = trusted_remotes(cfg)
+    trust = load_trust(repo, cfg)
     outcomes: list[Outcome] = []
     # A run's outcome belongs to the tree id computed just before it ran, and only when the
     # tree id just after is the same: a later check that changes the working tree must not
@@ -126,7 +128,7 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
     for check in checks:
         key = key_hash(check)
         seen = records + to_record.get(tree, [])  # a check listed twice reuses this run's pass
-        verdict = judge(seen, check, key, platform, trusted)
+        verdict = judge(seen, check, key, platform, trust, tree)
         if verdict.reusable is not None and reuse_on and not opts.force:
             outcomes.append(Outcome(check, "pass", reused=verdict.reusable, flaky=verdict.flaky,
                                     reason=verdict.reason, tree=tree))
@@ -155,18 +157,22 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
             outcome.recorded = True
             if outcome.result == "fail" and verdict.reusable is not None:
                 outcome.flaky = True
-            if outcome.result == "pass" and any(r.key == key and r.result == "fail" for r in seen):
+            if outcome.result == "pass" and verdict.counted_fails:
                 outcome.flaky = True
         if outcome.result == "fail" and opts.bail:
             break
     progress.clear()
+    lost: PilotError | None = None
     if to_record:
         try:
-            _store(repo, to_record)
+            _store(repo, trust, to_record)
         except PilotError as exc:  # the results still count and are shown; only their record is lost
-            output.err(f"warning: check results not recorded: {exc}")
             for o in outcomes:
                 o.recorded = False
+            if isinstance(exc, RecordLost):
+                lost = exc  # a stale lock or a failed signature must not pass unnoticed: exit 1 below
+            else:
+                output.err(f"warning: check results not recorded: {exc}")
     if run_dir is not None:
         _prune_runs(run_dir.parent, int(cfg.get("leanloop.checks.keep_runs")))
         from gitpilot.efficiency import record_checks  # quiet-check savings; a cache hit never gets here
@@ -179,6 +185,9 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
     else:
         for line in render(outcomes, opts.explain):
             output.out(line)
+    if lost is not None:
+        output.err(f"git pilot: check results not recorded: {lost}")
+        return 1
     return 1 if any(o.result == "fail" for o in outcomes) else 0
 
 
@@ -192,8 +201,12 @@ def _render_plain(outcomes: list[Outcome]) -> None:
         output.out(f"{o.check.name}: {verdict}")
 
 
-def _store(repo: Repo, recs: dict[str, list[Record]]) -> None:
+def _store(repo: Repo, trust: Trust, recs: dict[str, list[Record]]) -> None:
     # All records of one invocation land in one notes commit, each on the tree it was run on.
+    if trust.settings.sign:
+        from gitpilot.share.signing import sign_records
+
+        recs = sign_records(trust.settings, recs)
     by_tree = {tree: [r.to_line() for r in lines] for tree, lines in recs.items()}
     count = sum(len(lines) for lines in recs.values())
     NotesStore(repo, CHECKS_REF).add_lines(by_tree, f"git pilot: record {count} check result(s)")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @click.group("share")
 def command() -> None:
-    """Share check passes between clones through git notes (trust: [share] trust)."""
+    """Share check passes between clones through git notes (trust: git config pilot.trust)."""
 
 
 @command.command("setup")
@@ -34,7 +34,7 @@ def setup_command(remote: str | None) -> int:
     else:
         output.out(f"remote {name}: already fetches git pilot's notes ({spec})")
     output.out(f"share passes with: git pilot share push {name}; "
-               f"trust them with [share] trust = [\"{name}\"]")
+               f"trust them with git config --add pilot.trust {name}")
     return 0
 
 

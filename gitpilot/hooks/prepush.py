@@ -99,15 +99,15 @@ def gate_updates(repo: Repo, cfg: Config, updates: Sequence[Update], names: Sequ
 
 def pending_checks(repo: Repo, cfg: Config, specs: Sequence[CheckSpec], tree: str) -> list[CheckSpec]:
     """The gated checks that have no reusable pass on ``tree`` (here or from a trusted remote)."""
-    from gitpilot.checks.engine import load_records, trusted_remotes
+    from gitpilot.checks.engine import load_records, load_trust
     from gitpilot.checks.records import judge, key_hash, this_platform
 
     reuse = bool(cfg.get("leanloop.checks.reuse_unchanged_passes")) and bool(cfg.get("leanloop.enabled"))
     if not reuse:
         return list(specs)
     records = load_records(repo, tree)
-    trusted, platform = trusted_remotes(cfg), this_platform()
-    return [s for s in specs if judge(records, s, key_hash(s), platform, trusted).reusable is None]
+    trust, platform = load_trust(repo, cfg), this_platform()
+    return [s for s in specs if judge(records, s, key_hash(s), platform, trust, tree).reusable is None]
 
 
 def _run_on_tree(repo: Repo, commit: str, tree: str, specs: Sequence[CheckSpec]) -> str | None:

@@ -16,6 +16,8 @@ from gitpilot.checks.records import Record, parse_line
 
 MAX_LINE_BYTES = 4096
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_SIG = re.compile(r"^[A-Za-z0-9+/]{1,4000}={0,2}$")  # base64 of an SSH SIGNATURE block's body
 _TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 # Control characters (C0, DEL, C1) would let a remote write escape sequences to a terminal
 # through --explain; no honest field holds one.
@@ -44,14 +46,8 @@ def accept_line(line: bytes, remote: str) -> Accepted | None:
     rec = parse_line(line)
     if rec is None or not _fields_ok(rec):
         return None
-    return Accepted(_with_remote(rec, remote).to_line().encode("utf-8"),
-                    _with_remote(rec, None).to_line().encode("utf-8"))
-
-
-def _with_remote(rec: Record, remote: str | None) -> Record:
-    return Record(check=rec.check, cmd=rec.cmd, key=rec.key, result=rec.result, secs=rec.secs, time=rec.time,
-                  email=rec.email, host=rec.host, platform=rec.platform, version=rec.version, exit=rec.exit,
-                  remote=remote)
+    return Accepted(rec.copy(remote=remote).to_line().encode("utf-8"),
+                    rec.copy(remote=None).to_line().encode("utf-8"))
 
 
 def _fields_ok(rec: Record) -> bool:
@@ -60,6 +56,10 @@ def _fields_ok(rec: Record) -> bool:
     if not math.isfinite(rec.secs) or rec.secs < 0 or rec.secs > 1e7:
         return False
     if rec.exit is not None and not -(2**31) <= rec.exit < 2**31:
+        return False
+    if rec.tree is not None and not _HEX40.match(rec.tree):
+        return False
+    if rec.sig is not None and not _SIG.match(rec.sig):
         return False
     for name, limit in _LIMITS.items():
         value = getattr(rec, name)

@@ -1,0 +1,115 @@
+"""Whose check records count in this clone: the clone's own git config, narrowed by the committed file.
+
+Trust lives in ``git config pilot.trust`` (several values: remote names, and ``signed``),
+where no branch can change it. The committed ``.gitpilot.toml`` ``[share] trust`` may only
+narrow it: when set, the values trusted are those in both. Records made here always count.
+A record from a remote counts when that remote is trusted, or, with ``signed`` trusted,
+when its ssh signature verifies against ``gpg.ssh.allowedSignersFile`` (gitpilot/share/signing.py).
+
+Everything the check needs is read with one ``git config`` call (the cache-hit path pays it).
+"""
+
+from __future__ import annotations
+
+from gitpilot.checks.records import UNTRUSTED, Record
+from gitpilot.config import Config
+from gitpilot.repo import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitpilot.share.signing import Verifier
+
+SIGNED = "signed"
+_KEYS = ("pilot.trust", "pilot.sign", "gpg.format", "gpg.ssh.allowedsignersfile", "gpg.ssh.program",
+         "gpg.ssh.revocationfile", "user.signingkey")
+_PATTERN = r"^(pilot\.(trust|sign)|gpg\.format|gpg\.ssh\.(allowedsignersfile|program|revocationfile)" \
+           r"|user\.signingkey)$"
+
+
+class Settings:
+    """The clone's git config that trust and signing read."""
+
+    __slots__ = ("trust", "sign", "format", "signing_key", "allowed_signers", "program", "revocation")
+
+    def __init__(self, values: dict[str, list[str]]) -> None:
+        def last(key: str) -> str | None:
+            got = values.get(key)
+            return got[-1] if got else None
+
+        self.trust = tuple(v.strip() for v in values.get("pilot.trust", []) if v.strip())
+        self.sign = _truthy(last("pilot.sign"))
+        self.format = (last("gpg.format") or "openpgp").lower()
+        self.signing_key = last("user.signingkey") or None
+        self.allowed_signers = last("gpg.ssh.allowedsignersfile") or None
+        self.program = last("gpg.ssh.program") or "ssh-keygen"
+        self.revocation = last("gpg.ssh.revocationfile") or None
+
+
+def _truthy(value: str | None) -> bool:
+    # git's booleans: a key with no "=" is true; so are yes/on/true/1.
+    return value is not None and value.strip().lower() in ("", "true", "yes", "on", "1")
+
+
+def read_settings(repo: Repo) -> Settings:
+    proc = repo.git_proc("config", "-z", "--type=path", "--get-regexp", _PATTERN)
+    values: dict[str, list[str]] = {}
+    for item in proc.stdout.split(b"\0"):
+        if not item:
+            continue
+        key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
+        if key.lower() in _KEYS:
+            values.setdefault(key.lower(), []).append(value)
+    return Settings(values)
+
+
+class Trust:
+    """The policy ``judge`` asks: does this record count here, and if not, why not."""
+
+    def __init__(self, repo: Repo, settings: Settings, committed: list[str] | None) -> None:
+        self.repo = repo
+        self.settings = settings
+        clone = frozenset(settings.trust)
+        self.committed = None if committed is None else frozenset(committed)
+        allowed = clone if self.committed is None else clone & self.committed
+        # What the committed file took away from this clone's trust (named by --explain).
+        self.narrowed = clone - allowed
+        self.signed = SIGNED in allowed
+        self.remotes = frozenset(v for v in allowed if v != SIGNED)
+        self._verifier: Verifier | None = None
+
+    def refusal(self, record: Record, tree: str) -> tuple[str, str] | None:
+        remote = record.remote
+        if remote is None or remote in self.remotes:
+            return None
+        if self.signed:
+            why = self.verifier().why_not(record, tree)
+            return None if why is None else (remote, why)
+        if remote in self.narrowed:
+            return remote, f"this clone trusts {remote}, but .gitpilot.toml [share] trust leaves it out"
+        if record.sig is not None and SIGNED in self.narrowed:
+            return remote, "signed, but .gitpilot.toml [share] trust leaves out signed"
+        return remote, UNTRUSTED
+
+    def verifier(self) -> Verifier:
+        if self._verifier is None:
+            from gitpilot.share.signing import Verifier
+
+            self._verifier = Verifier(self.repo, self.settings)
+        return self._verifier
+
+    def describe(self) -> str:
+        """One line: what counts here (for doctor and share pull)."""
+        parts = ["records made here"]
+        if self.remotes:
+            parts.append("records from " + ", ".join(sorted(self.remotes)))
+        if self.signed:
+            parts.append("records signed by a key in gpg.ssh.allowedSignersFile")
+        text = "; ".join(parts)
+        if self.narrowed:
+            text += f" (.gitpilot.toml [share] trust leaves out {', '.join(sorted(self.narrowed))})"
+        return text
+
+
+def load_trust(repo: Repo, cfg: Config, settings: Settings | None = None) -> Trust:
+    committed = list(cfg.get("share.trust")) if cfg.is_set("share.trust") else None
+    return Trust(repo, settings if settings is not None else read_settings(repo), committed)
