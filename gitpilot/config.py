@@ -58,17 +58,53 @@ SCHEMA: dict[str, tuple[Any, Any]] = {
     "optimizer.sourcemap_inject": ("bool", False),
     "optimizer.sourcemap_budget": ("int", 6000),
     "optimizer.prune_min_sessions": ("int", 5),
-    # Adaptive review (gitpilot/review): unset max_rounds is 3 for a v0.4 config; unset
-    # high_risk_rounds is max_rounds; every *_rounds >= 1 (checked in review/budget.py).
-    "reviewer.adaptive": ("bool", True),
+    # Adaptive review (gitpilot/review), the v0.4 ``reviewer.adaptive`` block: unset max_rounds is
+    # 3 for a v0.4 config; unset high_risk_rounds is max_rounds (see ``Config.get``).
     "reviewer.max_rounds": ("int", 2),
-    "reviewer.small_rounds": ("int", 1),
-    "reviewer.normal_rounds": ("int", 2),
-    "reviewer.high_risk_rounds": ("int", 2),
-    "reviewer.high_risk_paths": ("list[str]", []),
-    "reviewer.high_risk_keywords": ("list[str]", []),
+    "reviewer.adaptive.enabled": ("bool", True),
+    "reviewer.adaptive.docs_only_rounds": ("int", 0),
+    "reviewer.adaptive.small_rounds": ("int", 1),
+    "reviewer.adaptive.normal_rounds": ("int", 2),
+    "reviewer.adaptive.high_risk_rounds": ("int", 2),
+    "reviewer.adaptive.small_max_files": ("int", 3),
+    "reviewer.adaptive.small_max_lines": ("int", 80),
+    "reviewer.adaptive.docs_extensions": ("list[str]", [".md", ".markdown", ".txt", ".rst", ".adoc"]),
+    "reviewer.adaptive.high_risk_paths": ("list[str]", []),
+    "reviewer.adaptive.high_risk_keywords": ("list[str]", []),
+    "reviewer.adaptive.use_default_high_risk": ("bool", True),
     "planner.enabled": ("bool", False),
 }
+
+# Other spellings of a key, accepted as they are: ``reviewer.adaptive = false`` (v0.4's
+# ``"adaptive": false``) and the flat ``[reviewer]`` keys earlier versions documented.
+ALIASES: dict[str, str] = {
+    "reviewer.adaptive": "reviewer.adaptive.enabled",
+    "reviewer.small_rounds": "reviewer.adaptive.small_rounds",
+    "reviewer.normal_rounds": "reviewer.adaptive.normal_rounds",
+    "reviewer.high_risk_rounds": "reviewer.adaptive.high_risk_rounds",
+    "reviewer.high_risk_paths": "reviewer.adaptive.high_risk_paths",
+    "reviewer.high_risk_keywords": "reviewer.adaptive.high_risk_keywords",
+}
+
+# Defaults that differ for a v0.4 ``.autopilot/config.json`` (v0.4 reviewed up to 3 rounds), and
+# keys whose unset value is another key's value.
+V04_DEFAULTS: dict[str, Any] = {"reviewer.max_rounds": 3}
+FOLLOWS: dict[str, str] = {"reviewer.adaptive.high_risk_rounds": "reviewer.max_rounds"}
+
+# Every number must be finite and at least its minimum here; a number not listed must be positive.
+MINIMUM: dict[str, int] = {
+    "quota.grace_minutes": 0,
+    "optimizer.loop_notice_after": 0,
+    "reviewer.adaptive.docs_only_rounds": 0,
+    "reviewer.adaptive.small_max_files": 0,
+    "reviewer.adaptive.small_max_lines": 0,
+}
+# Round counts a code change gets: below 1 it would skip review, which no config may allow.
+REVIEW_ROUNDS = frozenset({"reviewer.max_rounds", "reviewer.adaptive.small_rounds",
+                           "reviewer.adaptive.normal_rounds", "reviewer.adaptive.high_risk_rounds"})
+# What may count as documentation (0 review rounds): prose formats only, never code or config.
+PROSE_EXTENSIONS = (".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".rst", ".adoc", ".asciidoc",
+                    ".org", ".textile", ".rdoc")
 
 # Keys of each [[check]] table.
 CHECK_SCHEMA: dict[str, tuple[Any, Any]] = {
@@ -132,15 +168,19 @@ class Config:
         self.raw = raw if raw is not None else {}
 
     def get(self, key: str) -> Any:
+        """The value in force: as set, else the default (a v0.4 config's own, or the key it follows)."""
+        key = ALIASES.get(key, key)
         if key in self.values:
             return self.values[key]
         if key not in SCHEMA:
             raise KeyError(f"unknown config key {key}")
-        default = SCHEMA[key][1]
+        if key in FOLLOWS:
+            return self.get(FOLLOWS[key])
+        default = V04_DEFAULTS[key] if self.source == "v0.4" and key in V04_DEFAULTS else SCHEMA[key][1]
         return list(default) if isinstance(default, list) else default
 
     def is_set(self, key: str) -> bool:
-        return key in self.values
+        return ALIASES.get(key, key) in self.values
 
     def check(self, selector: str) -> CheckSpec:
         """A check by name or 1-based number."""
@@ -235,6 +275,11 @@ def _camel_to_snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
 
+def _snake_to_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
 def _snake_keys(obj: Any) -> Any:
     # JSON null means "not set" and has no TOML form: such keys and list items are left out.
     if isinstance(obj, dict):
@@ -242,6 +287,11 @@ def _snake_keys(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_snake_keys(v) for v in obj if v is not None]
     return obj
+
+
+def check_table(command: str) -> dict[str, str]:
+    """A v0.4 plain-string check as a check table: the command is its run and (slashes aside) its name."""
+    return {"name": " ".join(command.split()).replace("/", "-"), "run": command}
 
 
 def legacy_to_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -262,6 +312,21 @@ def legacy_to_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def migrated_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``legacy_to_doc`` as ``config migrate`` writes it: plain-string checks become tables, and the
+    defaults only a v0.4 config has are written out, so every value in force stays the same."""
+    out = legacy_to_doc(doc)
+    checks = out.pop("check", None)
+    for key, value in sorted(V04_DEFAULTS.items()):
+        section, name = key.split(".")
+        table = out.setdefault(section, {})
+        if isinstance(table, dict) and name not in table:
+            table[name] = value
+    if checks is not None:  # last: TOML tables cannot be followed by the keys above
+        out["check"] = [check_table(c) if isinstance(c, str) else c for c in checks]
+    return out
+
+
 def _from_legacy(path: Path, data: bytes) -> Config:
     try:
         import json
@@ -276,16 +341,55 @@ def _from_legacy(path: Path, data: bytes) -> Config:
     return _validate(legacy_to_doc(doc), path, data.decode("utf-8"), "v0.4")
 
 
-def _line_of(text: str, key: str) -> str:
+# -- where a key is written ------------------------------------------------------------------
+def _dotted(raw: str) -> str:
+    return ".".join(part.strip().strip("\"'") for part in raw.split("."))
+
+
+def _toml_line(text: str, key: str, check: int = 0) -> int | None:
+    """The line of ``text`` where ``key`` (dotted, from the top) is set or its table opens;
+    ``check``: the key is a field of the check-th [[check]] table."""
     import re
 
-    last = re.escape(key.rsplit(".", 1)[-1])
+    table, checks = "", 0
     for n, line in enumerate(text.splitlines(), 1):
-        if re.match(rf'\s*"?{last}"?\s*[=:]', line):
-            return f"line {n}: "
-    return ""
+        if m := re.match(r"\s*\[(\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$", line):
+            table = _dotted(m.group(2))
+            checks += 1 if m.group(1) and table == "check" else 0
+            if not check and table == key:
+                return n
+        elif m := re.match(r"\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=",
+                           line):
+            if check and (table != "check" or checks != check):
+                continue
+            full = ".".join(p for p in ("" if check else table, _dotted(m.group(1))) if p)
+            if full == key or key.startswith(full + "."):  # an inline table holds the key
+                return n
+    return None
 
 
+def _json_line(text: str, key: str) -> int | None:
+    import re
+
+    last = re.escape(_snake_to_camel(key.rsplit(".", 1)[-1]))
+    for n, line in enumerate(text.splitlines(), 1):
+        if re.match(rf'\s*[{{,]?\s*"{last}"\s*:', line):
+            return n
+    return None
+
+
+def _line_of(text: str, key: str, source: str = "toml", check: int = 0) -> str:
+    """``line N: `` where ``key`` is written, or nothing when it cannot be told."""
+    n = _toml_line(text, key, check) if source == "toml" else _json_line(text, key)
+    return f"line {n}: " if n else ""
+
+
+def _shown_key(key: str, source: str) -> str:
+    """A key as its file spells it: camelCase in a v0.4 JSON config."""
+    return ".".join(_snake_to_camel(p) for p in key.split(".")) if source == "v0.4" else key
+
+
+# -- types and values ------------------------------------------------------------------------
 def _check_type(kind: Any, value: Any) -> bool:
     if isinstance(kind, tuple):
         return isinstance(value, str) and value in kind
@@ -315,11 +419,40 @@ def _type_name(value: Any) -> str:
             dict: "a table"}.get(type(value), type(value).__name__)
 
 
+def _value_problem(key: str, shown: str, kind: Any, value: Any) -> str | None:
+    """Why a well-typed ``value`` of ``key`` is refused, or None."""
+    import math
+
+    if kind in ("int", "number"):
+        if not math.isfinite(value):
+            return f"key '{shown}' must be a finite number, not {value}"
+        minimum = MINIMUM.get(key)
+        if key in REVIEW_ROUNDS and value < 1:
+            return (f"{shown} = {value} would let a code change skip review; it must be at least 1 "
+                    "(documentation-only changes already get 0 rounds)")
+        if minimum is None and value <= 0:
+            return f"key '{shown}' must be a positive {'whole ' if kind == 'int' else ''}number, not {value}"
+        if minimum is not None and value < minimum:
+            return f"key '{shown}' must not be negative, not {value}"
+    if key == "reviewer.adaptive.docs_extensions":
+        code = [e for e in value if e.lower() not in PROSE_EXTENSIONS]
+        if code:
+            return (f"key '{shown}' lists {code[0]!r}, which is not a documentation format: a code change "
+                    f"can never be configured to skip review (documentation is {' '.join(PROSE_EXTENSIONS)})")
+    return None
+
+
+def _is_table(key: str) -> bool:
+    prefix = key + "."
+    return any(k.startswith(prefix) for k in SCHEMA)
+
+
 def _flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted keys and their values; a table is kept whole where a key (not a table) belongs."""
     flat: dict[str, Any] = {}
     for k, v in doc.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict) and SCHEMA.get(key, ("",))[0] != "dict":
+        if isinstance(v, dict) and (ALIASES.get(key, key) not in SCHEMA or _is_table(key)):
             flat.update(_flatten(v, key + "."))
         else:
             flat[key] = v
@@ -331,37 +464,62 @@ def _validate(doc: Mapping[str, Any], path: Path, text: str, source: str) -> Con
     doc = dict(doc)
     raw_checks = doc.pop("check", [])
     values: dict[str, Any] = {}
+    written: dict[str, str] = {}  # canonical key -> the spelling that set it
     for key, value in sorted(_flatten(doc).items()):
-        if key not in SCHEMA:
-            warnings.append(f"{path}: unknown key '{key}' (ignored)")
+        shown = _shown_key(key, source)
+        where = _line_of(text, key, source)
+        canonical = ALIASES.get(key, key)
+        if canonical not in SCHEMA:
+            if _is_table(key):
+                raise PilotError(f"{path}: {where}key '{shown}' must be a table, not {_type_name(value)}")
+            warnings.append(f"{path}: unknown key '{shown}' (ignored)")
             continue
-        kind = SCHEMA[key][0]
+        kind = SCHEMA[canonical][0]
         if not _check_type(kind, value):
-            raise PilotError(
-                f"{path}: {_line_of(text, key)}key '{key}' must be {_expected(kind)}, not {_type_name(value)}"
-            )
-        values[key] = value
+            expected = "true, false or a table" if key == "reviewer.adaptive" else _expected(kind)
+            raise PilotError(f"{path}: {where}key '{shown}' must be {expected}, not {_type_name(value)}")
+        problem = _value_problem(canonical, shown, kind, value)
+        if problem is not None:
+            raise PilotError(f"{path}: {where}{problem}")
+        if canonical in values and values[canonical] != value:
+            raise PilotError(f"{path}: {where}'{shown}' and '{_shown_key(written[canonical], source)}' "
+                             "are the same setting with two values; keep one")
+        values[canonical] = value
+        written[canonical] = key
+    checks = _checks(raw_checks, path, text, source, warnings)
+    return Config(values=values, checks=tuple(checks), source=source, path=path,
+                  warnings=tuple(warnings), raw=doc)
+
+
+def _checks(raw_checks: Any, path: Path, text: str, source: str, warnings: list[str]) -> list[CheckSpec]:
     if not isinstance(raw_checks, list):
-        raise PilotError(f"{path}: {_line_of(text, 'check')}'check' must be an array of tables ([[check]])")
+        raise PilotError(f"{path}: {_line_of(text, 'check', source)}'check' must be an array of tables ([[check]])")
     checks: list[CheckSpec] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_checks, 1):
+        if isinstance(raw, str):  # v0.4: a plain string is the command
+            if not raw.strip():
+                raise PilotError(f"{path}: check {i} is an empty command")
+            raw = check_table(raw)
         if not isinstance(raw, dict):
-            raise PilotError(f"{path}: check {i} must be a table")
+            raise PilotError(f"{path}: check {i} must be a table or a command string")
         for need in ("name", "run"):
             if need not in raw:
                 raise PilotError(f"{path}: check {i} has no '{need}'")
         fields: dict[str, Any] = {}
         for key, value in raw.items():
+            shown = _shown_key(f"check.{key}", source)
             if key not in CHECK_SCHEMA:
-                warnings.append(f"{path}: unknown key 'check.{key}' in check {i} (ignored)")
+                warnings.append(f"{path}: unknown key '{shown}' in check {i} (ignored)")
                 continue
             kind = CHECK_SCHEMA[key][0]
+            where = _line_of(text, key, source, check=i)
             if not _check_type(kind, value):
-                raise PilotError(
-                    f"{path}: {_line_of(text, key)}key 'check.{key}' of check {i} must be "
-                    f"{_expected(kind)}, not {_type_name(value)}"
-                )
+                raise PilotError(f"{path}: {where}key '{shown}' of check {i} must be {_expected(kind)}, "
+                                 f"not {_type_name(value)}")
+            problem = _value_problem(f"check.{key}", shown, kind, value)
+            if problem is not None:
+                raise PilotError(f"{path}: {where}{problem} (check {i})")
             fields[key] = value
         if not fields["name"].strip() or "/" in fields["name"]:
             raise PilotError(f"{path}: check {i} needs a non-empty name without '/'")
@@ -378,8 +536,7 @@ def _validate(doc: Mapping[str, Any], path: Path, text: str, source: str) -> Con
                 index=i,
             )
         )
-    return Config(values=values, checks=tuple(checks), source=source, path=path,
-                  warnings=tuple(warnings), raw=doc)
+    return checks
 
 
 # -- edits that keep comments and order (tomlkit) ------------------------------------------

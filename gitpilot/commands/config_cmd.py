@@ -50,7 +50,7 @@ def show(as_json: bool) -> int:
 @command.command("migrate")
 def migrate() -> int:
     """Convert a v0.4 .autopilot/config.json into .gitpilot.toml (the JSON file is kept)."""
-    from gitpilot.config import LEGACY_NAME, TOML_NAME, legacy_to_doc, load, toml_dumps
+    from gitpilot.config import LEGACY_NAME, TOML_NAME, load, migrated_doc, toml_dumps
     from gitpilot.repo import Repo
 
     repo = Repo.discover(Path.cwd())
@@ -61,7 +61,7 @@ def migrate() -> int:
     if not legacy.exists():
         raise PilotError(f"no {LEGACY_NAME} to migrate")
     load(repo.workdir)  # validates, with file/line errors
-    doc = legacy_to_doc(json.loads(legacy.read_text("utf-8")))
+    doc = migrated_doc(json.loads(legacy.read_text("utf-8")))
     header = f"# Migrated from {LEGACY_NAME} by git pilot config migrate.\n"
     text = header + toml_dumps(doc)
     tmp = target.with_name(target.name + ".tmp")

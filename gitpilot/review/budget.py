@@ -5,8 +5,10 @@ checked state: the worktree tree id (commits, staged and unstaged edits, untrack
 are not ignored), or a commit's tree for the notes the git hooks record. Classes:
 
 - ``empty``: nothing changed, 0 rounds;
-- ``docs``: documentation only (``.md .markdown .txt .rst .adoc``) and nothing high-risk, 0;
-- ``small``: at most 3 files and 80 changed lines, no binaries, nothing high-risk: ``small_rounds``;
+- ``docs``: documentation only (``docs_extensions``, prose formats: ``.md .markdown .txt .rst .adoc``)
+  and nothing high-risk: ``docs_only_rounds`` (0);
+- ``small``: at most ``small_max_files`` (3) files and ``small_max_lines`` (80) changed lines, no
+  binaries, nothing high-risk: ``small_rounds``;
 - ``normal``: anything else: ``normal_rounds``;
 - ``high-risk`` (see ``risk.py``): ``high_risk_rounds`` (unset: ``max_rounds``).
 
@@ -35,52 +37,63 @@ REVIEW_REF = "refs/notes/pilot/review"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 SMALL_FILES = 3
 SMALL_LINES = 80
+DOC_EXTENSIONS = (".md", ".markdown", ".txt", ".rst", ".adoc")
 MAX_REASONS = 12
-V04_MAX_ROUNDS = 3
 
 
 class Rules:
-    """The ``[reviewer]`` settings, validated."""
+    """The ``[reviewer]`` settings (v0.4's ``reviewer.adaptive`` block), validated."""
 
-    __slots__ = ("adaptive", "max_rounds", "small_rounds", "normal_rounds", "high_risk_rounds",
-                 "high_risk_paths", "high_risk_keywords")
+    __slots__ = ("adaptive", "max_rounds", "docs_only_rounds", "small_rounds", "normal_rounds",
+                 "high_risk_rounds", "small_max_files", "small_max_lines", "docs_extensions",
+                 "high_risk_paths", "high_risk_keywords", "use_default_high_risk")
 
     def __init__(self, adaptive: bool = True, max_rounds: int = 2, small_rounds: int = 1,
                  normal_rounds: int = 2, high_risk_rounds: int = 2, high_risk_paths: tuple[str, ...] = (),
-                 high_risk_keywords: tuple[str, ...] = ()) -> None:
+                 high_risk_keywords: tuple[str, ...] = (), docs_only_rounds: int = 0,
+                 small_max_files: int = SMALL_FILES, small_max_lines: int = SMALL_LINES,
+                 docs_extensions: tuple[str, ...] = DOC_EXTENSIONS, use_default_high_risk: bool = True) -> None:
         self.adaptive = adaptive
         self.max_rounds = max_rounds
+        self.docs_only_rounds = docs_only_rounds
         self.small_rounds = small_rounds
         self.normal_rounds = normal_rounds
         self.high_risk_rounds = high_risk_rounds
+        self.small_max_files = small_max_files
+        self.small_max_lines = small_max_lines
+        self.docs_extensions = docs_extensions
         self.high_risk_paths = high_risk_paths
         self.high_risk_keywords = high_risk_keywords
+        self.use_default_high_risk = use_default_high_risk
 
     def fingerprint(self) -> str:
         """A short checksum of the rules (stable across runs: zlib, never ``hash()``)."""
         values = {name: getattr(self, name) for name in self.__slots__}
         return f"{zlib.crc32(json.dumps(values, sort_keys=True).encode('utf-8')):08x}"
 
+    def is_doc(self, path: str) -> bool:
+        return path.lower().endswith(self.docs_extensions)
+
 
 def rules_from_config(cfg: Config) -> Rules:
-    """The validated rules; a setting that lets a code change skip review raises PilotError."""
+    """The validated rules. The config refuses what would let a code change skip review (a round
+    count below 1, code counted as documentation); this checks the rounds again, whatever built ``cfg``."""
     where = str(cfg.path) if cfg.path is not None else "the configuration"
-    if cfg.is_set("reviewer.max_rounds"):
-        max_rounds = int(cfg.get("reviewer.max_rounds"))
-    else:
-        max_rounds = V04_MAX_ROUNDS if cfg.source == "v0.4" else int(cfg.get("reviewer.max_rounds"))
-    high = max_rounds
-    if cfg.is_set("reviewer.high_risk_rounds"):
-        high = int(cfg.get("reviewer.high_risk_rounds"))
-    values = {"max_rounds": max_rounds, "small_rounds": int(cfg.get("reviewer.small_rounds")),
-              "normal_rounds": int(cfg.get("reviewer.normal_rounds")), "high_risk_rounds": high}
-    for key, value in values.items():
+    rounds = {name: int(cfg.get(f"reviewer.adaptive.{name}"))
+              for name in ("small_rounds", "normal_rounds", "high_risk_rounds")}
+    rounds["max_rounds"] = int(cfg.get("reviewer.max_rounds"))
+    for key, value in rounds.items():
         if value < 1:
             raise PilotError(f"{where}: reviewer.{key} = {value} would let a code change skip review; "
                              "it must be at least 1 (documentation-only changes already get 0 rounds)")
-    return Rules(adaptive=bool(cfg.get("reviewer.adaptive")) and bool(cfg.get("leanloop.enabled")),
-                 high_risk_paths=tuple(cfg.get("reviewer.high_risk_paths")),
-                 high_risk_keywords=tuple(cfg.get("reviewer.high_risk_keywords")), **values)
+    return Rules(adaptive=bool(cfg.get("reviewer.adaptive.enabled")) and bool(cfg.get("leanloop.enabled")),
+                 docs_only_rounds=max(0, int(cfg.get("reviewer.adaptive.docs_only_rounds"))),
+                 small_max_files=int(cfg.get("reviewer.adaptive.small_max_files")),
+                 small_max_lines=int(cfg.get("reviewer.adaptive.small_max_lines")),
+                 docs_extensions=tuple(e.lower() for e in cfg.get("reviewer.adaptive.docs_extensions")),
+                 high_risk_paths=tuple(cfg.get("reviewer.adaptive.high_risk_paths")),
+                 high_risk_keywords=tuple(cfg.get("reviewer.adaptive.high_risk_keywords")),
+                 use_default_high_risk=bool(cfg.get("reviewer.adaptive.use_default_high_risk")), **rounds)
 
 
 class Budget:
@@ -167,13 +180,37 @@ def budget_of(repo: Repo, rules: Rules, base_name: str, mb: str | None, tree: st
     """The budget of ``tree`` against the merge base ``mb`` (None: no common history)."""
     old = repo.commit_tree_of(mb) if mb is not None else None
     from gitpilot.redact import is_credential_filename
-    from gitpilot.review.risk import is_doc
 
     # Line texts are only scanned in non-documentation files: only those are kept. A file
     # named like a credential store is judged by its name alone; its lines are never kept.
     changes = [] if old == tree else repo.diff_stats(
-        old, tree, lines_for=lambda path: not is_doc(path) and not is_credential_filename(path))
-    return classify(changes, rules, base_name, mb, tree)
+        old, tree, lines_for=lambda path: not rules.is_doc(path) and not is_credential_filename(path))
+    return classify(changes, rules, base_name, mb, tree, _kubernetes_manifests(repo, changes, rules, old, tree))
+
+
+_MANIFEST_HEAD = 1 << 16  # bytes of a YAML file read to tell a Kubernetes manifest
+
+
+def _kubernetes_manifests(repo: Repo, changes: list[FileChange], rules: Rules, old: str | None,
+                          tree: str) -> frozenset[str]:
+    """Changed YAML files (by either name) that declare a Kubernetes object, wherever they live:
+    a manifest's changed lines rarely include its ``kind:``, so the file itself is read."""
+    from gitpilot.review import risk
+
+    if not rules.use_default_high_risk:
+        return frozenset()
+    found = set()
+    for c in changes:
+        for side, path in ((tree, c.new_path), (old, c.old_path)):
+            if side is None or path is None or not path.lower().endswith((".yaml", ".yml")) or c.binary:
+                continue
+            if risk.path_rule(path, rules.high_risk_paths, docs=rules.docs_extensions) is not None:
+                continue  # high-risk already
+            oid = repo.rev_parse(f"{side}:{path}")
+            data = repo.read_blob(oid) if oid is not None else None
+            if data is not None and risk.is_kubernetes_manifest(path, data[:_MANIFEST_HEAD].decode("utf-8", "replace")):
+                found.add(path)
+    return frozenset(found)
 
 
 def _paths(change: FileChange) -> list[str]:
@@ -186,8 +223,10 @@ def _shown(change: FileChange) -> str:
     return str(change.new_path or change.old_path)
 
 
-def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | None, tree: str) -> Budget:
-    """Class, rounds and reasons for a list of changed files (deterministic: sorted by path)."""
+def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | None, tree: str,
+             kubernetes: frozenset[str] = frozenset()) -> Budget:
+    """Class, rounds and reasons for a list of changed files (deterministic: sorted by path);
+    ``kubernetes``: the changed paths whose content is a Kubernetes manifest."""
     from gitpilot.review import risk
 
     changes = sorted(changes, key=lambda c: (_shown(c), c.status))
@@ -196,13 +235,16 @@ def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | 
     findings: list[risk.Finding] = []
     for c in changes:
         for path in _paths(c):
-            rule = risk.path_rule(path, rules.high_risk_paths)
+            rule = risk.path_rule(path, rules.high_risk_paths, rules.use_default_high_risk, rules.docs_extensions)
+            if rule is None and path in kubernetes:
+                rule = "infrastructure: a Kubernetes manifest"
             if rule is not None:
                 findings.append(risk.Finding(_shown(c), 0, rule))
                 break
         else:
             if not c.binary and len(findings) < MAX_REASONS:  # enough reasons: the class is settled
-                hit = risk.line_findings(str(c.new_path or c.old_path), c.lines, rules.high_risk_keywords)
+                hit = risk.line_findings(str(c.new_path or c.old_path), c.lines, rules.high_risk_keywords,
+                                         rules.use_default_high_risk, rules.docs_extensions)
                 if hit is not None:
                     findings.append(hit)
     renamed = sum(1 for c in changes if c.status == "renamed")
@@ -212,7 +254,7 @@ def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | 
     reasons: list[str] = [size] if changes else []
     if not mb:
         reasons.append(f"no common history with {base_name}: every file counts as added")
-    docs_only = bool(changes) and not binaries and all(risk.is_doc(p) for c in changes for p in _paths(c))
+    docs_only = bool(changes) and not binaries and all(rules.is_doc(p) for c in changes for p in _paths(c))
     if not changes:
         cls, class_rounds = "empty", 0
         reasons.append(f"nothing changed against {base_name}: nothing to review")
@@ -222,27 +264,27 @@ def classify(changes: list[FileChange], rules: Rules, base_name: str, mb: str | 
         if len(findings) > MAX_REASONS:
             reasons.append(f"... and at least {len(findings) - MAX_REASONS} more high-risk file(s)")
     elif docs_only:
-        cls, class_rounds = "docs", 0
-        reasons.append("documentation only (.md .markdown .txt .rst .adoc) and nothing high-risk")
-    elif len(changes) <= SMALL_FILES and lines <= SMALL_LINES and not binaries:
+        cls, class_rounds = "docs", rules.docs_only_rounds
+        reasons.append(f"documentation only ({' '.join(rules.docs_extensions)}) and nothing high-risk")
+    elif len(changes) <= rules.small_max_files and lines <= rules.small_max_lines and not binaries:
         cls, class_rounds = "small", rules.small_rounds
-        reasons.append(f"small and low-risk: at most {SMALL_FILES} files and {SMALL_LINES} changed lines, "
-                       "no binaries")
+        reasons.append(f"small and low-risk: at most {rules.small_max_files} files and {rules.small_max_lines} "
+                       "changed lines, no binaries")
     else:
         cls, class_rounds = "normal", rules.normal_rounds
-        reasons.extend(_not_small(len(changes), lines, binaries))
+        reasons.extend(_not_small(len(changes), lines, binaries, rules))
     rounds, why = _rounds(cls, class_rounds, rules)
     reasons.append(why)
     return Budget(base_name, mb, tree, cls, rounds, rules.max_rounds, rules.adaptive, tuple(reasons),
                   len(changes), lines, binaries, tuple(f.reason() for f in findings))
 
 
-def _not_small(files: int, lines: int, binaries: tuple[str, ...]) -> list[str]:
+def _not_small(files: int, lines: int, binaries: tuple[str, ...], rules: Rules) -> list[str]:
     out = []
-    if files > SMALL_FILES:
-        out.append(f"not small: {files} files (more than {SMALL_FILES})")
-    if lines > SMALL_LINES:
-        out.append(f"not small: {lines} changed lines (more than {SMALL_LINES})")
+    if files > rules.small_max_files:
+        out.append(f"not small: {files} files (more than {rules.small_max_files})")
+    if lines > rules.small_max_lines:
+        out.append(f"not small: {lines} changed lines (more than {rules.small_max_lines})")
     if binaries:
         shown = ", ".join(binaries[:5]) + (f" and {len(binaries) - 5} more" if len(binaries) > 5 else "")
         out.append(f"not small: binary file(s): {shown}")
@@ -255,9 +297,10 @@ def _rounds(cls: str, class_rounds: int, rules: Rules) -> tuple[int, str]:
     if not rules.adaptive:
         return rules.max_rounds, (f"budget: {rules.max_rounds} round(s): adaptive review is off "
                                   "(reviewer.adaptive or leanloop.enabled is false: max_rounds)")
-    if cls == "docs":
+    if cls == "docs" and class_rounds == 0:
         return 0, "budget: 0 rounds"
-    key = {"small": "small_rounds", "normal": "normal_rounds", "high-risk": "high_risk_rounds"}[cls]
+    key = {"docs": "docs_only_rounds", "small": "small_rounds", "normal": "normal_rounds",
+           "high-risk": "high_risk_rounds"}[cls]
     rounds = min(class_rounds, rules.max_rounds)
     capped = f", capped by max_rounds {rules.max_rounds}" if class_rounds > rules.max_rounds else ""
     return rounds, f"budget: {rounds} round(s) ({key} {class_rounds}{capped})"

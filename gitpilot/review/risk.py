@@ -1,11 +1,14 @@
 """Which changes are high-risk: the path rules and the sensitive-keyword rules of adaptive review.
 
 A change is high-risk when a changed path (its old or its new name) is CI configuration, agent
-configuration, a dependency manifest or lockfile, auth/security/crypto/payment code, a
-migration, git's own attribute files, SECURITY.md, or matches ``reviewer.high_risk_paths``; or
-when a changed line (added or removed) of a non-documentation file mentions a sensitive
-keyword or one of ``reviewer.high_risk_keywords``. Each finding names its rule in words, so a
-reason reads the same on every machine. Pure functions over paths and line texts, stdlib only.
+configuration, a dependency manifest or lockfile, auth/security/crypto/payment code, a database
+migration (code or SQL under a migrations directory), infrastructure (a Dockerfile or compose
+file, Terraform, a Helm chart, a Kubernetes manifest), git's own attribute files, SECURITY.md, or
+matches ``reviewer.adaptive.high_risk_paths``; or when a changed line (added or removed) of a
+non-documentation file mentions a sensitive keyword, states SQL DDL, or matches one of
+``reviewer.adaptive.high_risk_keywords``. ``use_default_high_risk = false`` leaves only the
+configured rules. Each finding names its rule in words, so a reason reads the same on every
+machine. Pure functions over paths and texts, stdlib only.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ class Finding:
         return f"high-risk: {where} {verb} {self.rule}"
 
 
-def is_doc(path: str) -> bool:
-    return path.lower().endswith(DOC_EXTENSIONS)
+def is_doc(path: str, extensions: Sequence[str] = DOC_EXTENSIONS) -> bool:
+    return path.lower().endswith(tuple(extensions))
 
 
 # -- paths ----------------------------------------------------------------------------------
@@ -78,6 +81,19 @@ _SENSITIVE_WORDS = frozenset({
 })
 _SENSITIVE_STEMS = ("authent", "authori", "crypt", "encrypt", "decrypt", "passw", "credential", "payment")
 _MIGRATION_DIRS = frozenset({"migrations", "migration", "migrate", "alembic", "flyway", "liquibase"})
+_SCHEMA_FILES = frozenset({"schema.prisma", "schema.rb", "structure.sql"})
+# Infrastructure: how the software is built into images and deployed.
+_CONTAINER_FILES = re.compile(r"^(?:(?:docker|container)file(?:[._-][\w.-]*)?|[\w.-]+\.(?:docker|container)file|"
+                              r"(?:docker-)?compose(?:[._-][\w.-]*)?\.ya?ml)$")
+_TERRAFORM_SUFFIXES = (".tf", ".tf.json", ".tfvars", ".tfvars.json", ".hcl")
+_HELM_FILES = frozenset({"chart.yaml", "chart.lock", "values.schema.json", "helmfile.yaml", "helmfile.yml",
+                         ".helmignore", "helmfile.yaml.gotmpl"})
+_HELM_DIRS = frozenset({"charts", "chart", "helm"})
+_KUBE_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "skaffold.yaml", "skaffold.yml"})
+_KUBE_DIRS = frozenset({"k8s", "kubernetes", "kube", "kustomize", "terraform", "infra", "infrastructure",
+                        "deploy", "deployment", "deployments", "ansible", "pulumi"})
+_KUBE_APIVERSION = re.compile(r"(?m)^apiVersion:\s*[\w.-]*/?v\d+\w*\s*$")
+_KUBE_KIND = re.compile(r"(?m)^kind:\s*[A-Z][A-Za-z]+\s*$")
 
 
 _ALNUM = re.compile(r"[A-Za-z0-9]+")
@@ -92,8 +108,12 @@ def _tokens(text: str) -> list[str]:
     return words
 
 
-def path_rule(path: str, extra: Sequence[str] = ()) -> str | None:
-    """The high-risk rule ``path`` falls under, in words, or None."""
+def path_rule(path: str, extra: Sequence[str] = (), defaults: bool = True,
+              docs: Sequence[str] = DOC_EXTENSIONS) -> str | None:
+    """The high-risk rule ``path`` falls under, in words, or None (``defaults``: the built-in rules
+    apply, not only ``extra``; ``docs``: the documentation extensions)."""
+    if not defaults:
+        return "a configured high-risk path (reviewer.adaptive.high_risk_paths)" if _matches(path, extra) else None
     low = path.lower()
     parts = low.split("/")
     name = parts[-1]
@@ -109,18 +129,44 @@ def path_rule(path: str, extra: Sequence[str] = ()) -> str | None:
         return f"git configuration ({name})"
     if name == "security.md":
         return "the security policy (SECURITY.md)"
-    if any(p in _MIGRATION_DIRS for p in parts[:-1]) or "migration" in name:
-        return "a database migration"
     if extra and _matches(path, extra):
-        return "a configured high-risk path (reviewer.high_risk_paths)"
-    if is_doc(path):
+        return "a configured high-risk path (reviewer.adaptive.high_risk_paths)"
+    if is_doc(path, docs):
         return None
+    # Documentation was answered above: what is left under a migrations directory is code or SQL.
+    if any(p in _MIGRATION_DIRS for p in parts[:-1]):
+        return "a database migration"
+    if name in _SCHEMA_FILES:
+        return "a database schema"
+    infra = infrastructure_rule(parts)
+    if infra is not None:
+        return infra
     original = path.split("/")
     stem = original[-1].rsplit(".", 1)[0] if "." in original[-1].lstrip(".") else original[-1]
     for word in _tokens("/".join([*original[:-1], stem])):
         if word in _SENSITIVE_WORDS or word.startswith(_SENSITIVE_STEMS):
             return f"auth, security, crypto or payment code ({word})"
     return None
+
+
+def infrastructure_rule(parts: Sequence[str]) -> str | None:
+    """Which kind of infrastructure the lower-cased path ``parts`` are, or None."""
+    name, dirs = parts[-1], parts[:-1]
+    if _CONTAINER_FILES.match(name):
+        return "infrastructure: a container build or compose file"
+    if name.endswith(_TERRAFORM_SUFFIXES):
+        return "infrastructure: Terraform or HCL"
+    if name in _HELM_FILES or any(p in _HELM_DIRS for p in dirs):
+        return "infrastructure: a Helm chart"
+    if name in _KUBE_FILES or any(p in _KUBE_DIRS for p in dirs):
+        return "infrastructure: deployment configuration"
+    return None
+
+
+def is_kubernetes_manifest(path: str, text: str) -> bool:
+    """A YAML file that declares a Kubernetes object (``apiVersion:`` and ``kind:`` at the top level)."""
+    return path.lower().endswith((".yaml", ".yml")) and bool(_KUBE_APIVERSION.search(text)) \
+        and bool(_KUBE_KIND.search(text))
 
 
 def _matches(path: str, patterns: Sequence[str]) -> bool:
@@ -175,12 +221,21 @@ _PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                                      "cert none", "check hostname false")),
 )
 # SQL DDL: upper-case keywords anywhere (the SQL convention; "create user" in prose is not DDL),
-# any case in .sql files.
+# any case in .sql files; in other code, any case when the words have a statement's shape (an
+# object kind a sentence rarely names, then the object's name) or grant a privilege on something.
 _DDL_TEXT = (r"\b(CREATE|ALTER|DROP|TRUNCATE)\s+(TABLE|INDEX|UNIQUE INDEX|DATABASE|SCHEMA|VIEW|TRIGGER|"
              r"FUNCTION|PROCEDURE|USER|ROLE|SEQUENCE|TYPE|EXTENSION)\b"
              r"|\b(GRANT|REVOKE)\s+[\w ,]+?\s+(ON|TO|FROM)\b")
 _DDL = re.compile(_DDL_TEXT)
 _DDL_ANY_CASE = re.compile(_DDL_TEXT, re.IGNORECASE)
+_NAME = r"[`\"\[]?[A-Za-z_][\w$]*[`\"\]]?"
+_DDL_STATEMENT = re.compile(
+    r"\b(create|alter|drop|truncate)\s+(?:or\s+replace\s+)?(?:(?:temp|temporary|unique|materialized)\s+)?"
+    r"(table|index|database|schema|view|trigger|sequence|extension|procedure)\s+"
+    rf"(?:if\s+(?:not\s+)?exists\s+)?{_NAME}(?:\.{_NAME})?"
+    r"|\b(grant|revoke)\s+(select|insert|update|delete|all|usage|execute|references|truncate|connect)\b"
+    r"[\w ,]*?\s+on\s+\S+\s+(?:to|from)\b",
+    re.IGNORECASE)
 _SQL_EXTENSIONS = (".sql", ".ddl", ".psql", ".pgsql", ".mysql")
 _DYNAMIC = re.compile(r"(?<![\w.$])(eval|exec)\s*\(|\bnew\s+Function\s*\(|\b__import__\s*\(")
 
@@ -197,8 +252,22 @@ def _phrase_index() -> dict[str, list[tuple[tuple[str, ...], str]]]:
 _INDEX = _phrase_index()
 
 
-def line_rule(text: str, extra: Sequence[str] = (), sql: bool = False) -> str | None:
-    """The sensitive thing a changed line mentions, in words, or None (``sql``: a .sql file)."""
+def line_rule(text: str, extra: Sequence[str] = (), sql: bool = False, defaults: bool = True) -> str | None:
+    """The sensitive thing a changed line mentions, in words, or None (``sql``: a .sql file;
+    ``defaults``: the built-in rules apply, not only the ``extra`` keywords)."""
+    if defaults:
+        rule = _builtin_line_rule(text, sql)
+        if rule is not None:
+            return rule
+    for keyword in extra:
+        if keyword.strip() and _keyword_re(keyword).search(text):
+            return f"a configured high-risk keyword ({keyword.strip()})"
+    if defaults and contains_secret(text):
+        return "a credential in a known token format"
+    return None
+
+
+def _builtin_line_rule(text: str, sql: bool) -> str | None:
     words = _tokens(text)
     for i, word in enumerate(words):
         for phrase, label in _INDEX.get(word, ()):
@@ -207,14 +276,13 @@ def line_rule(text: str, extra: Sequence[str] = (), sql: bool = False) -> str | 
     m = (_DDL_ANY_CASE if sql else _DDL).search(text)
     if m:
         return f"SQL DDL ({' '.join(m.group(0).split()[:2]).upper()})"
+    m = _DDL_STATEMENT.search(text)
+    if m:
+        verb, kind = [g for g in m.groups() if g]
+        return f"SQL DDL ({verb.upper()} {kind.upper()})"
     m = _DYNAMIC.search(text)
     if m:
         return f"dynamic code execution ({m.group(0).rstrip('( ').strip()})"
-    for keyword in extra:
-        if keyword.strip() and _keyword_re(keyword).search(text):
-            return f"a configured high-risk keyword ({keyword.strip()})"
-    if contains_secret(text):
-        return "a credential in a known token format"
     return None
 
 
@@ -239,20 +307,21 @@ def _may_match(low: str) -> bool:
     return any(all(w in low for w in words) for words in _NEEDLES)
 
 
-def line_findings(path: str, lines: Sequence[tuple[str, int, str]],
-                  extra: Sequence[str] = ()) -> Finding | None:
+def line_findings(path: str, lines: Sequence[tuple[str, int, str]], extra: Sequence[str] = (),
+                  defaults: bool = True, docs: Sequence[str] = DOC_EXTENSIONS) -> Finding | None:
     """The first changed line of a non-documentation file that mentions something sensitive."""
-    if is_doc(path) or not lines:
+    if is_doc(path, docs) or not lines:
         return None
     blob = "\n".join(text for _, _, text in lines)
     extras = [_keyword_re(k) for k in extra if k.strip()]
-    secret = contains_secret(blob)
-    if not secret and not _may_match(blob.lower()) and not any(r.search(blob) for r in extras):
+    secret = defaults and contains_secret(blob)
+    builtin = defaults and _may_match(blob.lower())
+    if not secret and not builtin and not any(r.search(blob) for r in extras):
         return None
     sql = path.lower().endswith(_SQL_EXTENSIONS)
     for _origin, number, text in lines:
-        if secret or _may_match(text.lower()) or any(r.search(text) for r in extras):
-            rule = line_rule(text, extra, sql)
+        if secret or (builtin and _may_match(text.lower())) or any(r.search(text) for r in extras):
+            rule = line_rule(text, extra, sql, defaults)
             if rule is not None:
                 return Finding(path, number, rule)
     if secret:  # a credential spread over lines (a key block): name where the change starts
