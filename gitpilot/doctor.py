@@ -3,15 +3,19 @@
 Checks, each one ``Finding``: git pilot reachable on PATH (agent sessions call ``git pilot
 check``/``state``), which agent CLIs are installed with their versions and which of the
 features git pilot uses they support (from their own ``--help``), whether the git hooks are
-installed and current, whether the configuration is valid, and whether the notes refs are
+installed and current, whether the configuration is valid, whether the notes refs are
 readable (and whether a flat, un-fanned notes tree needs rewriting; ``fix_notes`` rewrites it
-into git's two-hex fan-out). ``needs_fix`` findings make the command exit 1.
+into git's two-hex fan-out), stale ref locks, and sharing: whom this clone trusts, whether
+it can sign, how many signed records of the current tree verify, and refspecs that write
+into ``refs/notes/pilot/*`` (gitpilot/share/health.py). ``needs_fix`` findings make the
+command exit 1. ``repo_sections`` is where a capability adds its section.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,8 +66,26 @@ def diagnose(cwd: Path) -> list[Finding]:
         return findings
     findings += _hook_findings(repo)
     findings += cfg_findings
-    findings += notes_findings(repo)
+    for section in repo_sections():
+        findings += section(repo)
     return findings
+
+
+def repo_sections() -> list[Callable[[Repo], list[Finding]]]:
+    """The sections that look at a repository, after hooks and config, in the order shown.
+
+    A capability adds its own section here: a function from the repository to findings.
+    """
+    from gitpilot.share.health import lock_findings, share_findings
+
+    return [notes_findings, lock_findings, _worktree_only(share_findings)]
+
+
+def _worktree_only(section: Callable[[Repo], list[Finding]]) -> Callable[[Repo], list[Finding]]:
+    def run(repo: Repo) -> list[Finding]:
+        return section(repo) if repo.root is not None else []
+
+    return run
 
 
 def _path_finding() -> Finding:

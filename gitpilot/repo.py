@@ -231,6 +231,7 @@ class Repo:
         workdir = self.workdir
         tmpdir = self.git_dir / "pilot" / "tmp"
         tmpdir.mkdir(parents=True, exist_ok=True)
+        _drop_stale_indexes(tmpdir)
         # A private name per process: concurrent checks in one worktree never share it.
         tmp = str(tmpdir / f"index-{os.getpid()}-{time.monotonic_ns()}")
         try:
@@ -402,6 +403,29 @@ class Repo:
             except ValueError:
                 pass
         return pygit2.Signature(name, email)
+
+
+def _drop_stale_indexes(tmpdir: Path) -> None:
+    """Remove the private index copies (and their locks) of processes that were killed mid-way.
+
+    Judged by the pid in the name, not by the mtime: a hard link shares the user's index
+    inode, whose mtime says nothing about when the copy was made.
+    """
+    try:
+        names = os.listdir(tmpdir)
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-", 2)[1] if name.startswith("index-") and name.count("-") >= 2 else ""
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        from gitpilot.procs import alive  # only when there is something to judge
+
+        if not alive(int(pid)):
+            try:
+                os.unlink(tmpdir / name)
+            except OSError:
+                pass
 
 
 def _tz_minutes(tz: str) -> int:

@@ -228,3 +228,32 @@ def test_signing_that_cannot_work_records_nothing_and_exits_1(tmp_path: Path) ->
         f"git pilot: check results not recorded: user.signingkey {tmp_path / 'keys' / 'missing'} "
         "is not a readable key file")
     assert git(ci, "notes", "--ref=pilot/checks", "list", check=False) == ""
+
+
+def test_doctor_reports_signing_and_trust(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    ci = w.signer("ci", w.ci_key)
+    assert w.check(ci).returncode == 0
+    pilot(ci, "share", "push")
+    out = run_pilot("doctor", cwd=ci).stdout
+    assert f"ok     records made here are signed with {w.ci_key} (namespace git-pilot)" in out
+    mate = w.teammate()
+    pilot(mate, "share", "pull")
+    out = run_pilot("doctor", cwd=mate).stdout
+    assert "counts here: records made here; records signed by a key in gpg.ssh.allowedSignersFile" in out
+    assert f"allowed signers: {os.path.realpath(w.signers)}; 1 of 1 signed record(s) on the current tree verify" in out
+    # problems are named, with exit 1
+    git(ci, "config", "user.signingkey", str(tmp_path / "nokey"))
+    res = run_pilot("doctor", cwd=ci)
+    assert res.returncode == 1
+    assert f"FIX    pilot.sign is true but records cannot be signed: user.signingkey {tmp_path / 'nokey'} " \
+           "is not a readable key file" in res.stdout
+    inside = mate / "allowed_signers"  # ignored, so the checked tree is the same; git would still
+    inside.write_text(w.signers.read_text())  # overwrite it with a branch's tracked file of that name
+    (mate / ".git" / "info" / "exclude").write_text("allowed_signers\n")
+    git(mate, "config", "gpg.ssh.allowedSignersFile", "allowed_signers")
+    res = run_pilot("doctor", cwd=mate)
+    assert res.returncode == 1
+    assert f"FIX    pilot.trust signed: gpg.ssh.allowedSignersFile {inside} is inside the work tree" in res.stdout
+    explain = w.check(mate, "--explain")
+    assert "is inside the work tree, where a branch can change it" in explain_line(explain)

@@ -79,3 +79,27 @@ def test_an_untrusted_pass_beside_a_local_failure_is_not_flaky(tmp_path: Path) -
     res = run_pilot("check", cwd=b, env={"FAIL": "1"})
     assert res.returncode == 0 and "(reused: passed" in res.stdout
     assert "flaky: unit both passed and failed on this tree" in res.stdout
+
+
+def test_doctor_flags_a_refspec_that_writes_into_our_notes(tmp_path: Path) -> None:
+    remote, a = world(tmp_path, CHECK)
+    git(a, "config", "pilot.trust", "origin")
+    ok = run_pilot("doctor", cwd=a)
+    assert "counts here: records made here; records from origin" in ok.stdout
+    assert "writes into refs/notes/pilot/*" not in ok.stdout
+    assert run_pilot("share", "setup", cwd=a).returncode == 0  # our own refspec is safe
+    assert "writes into" not in run_pilot("doctor", cwd=a).stdout
+    git(a, "remote", "add", "fork", str(remote))
+    git(a, "config", "--add", "remote.fork.fetch", "+refs/notes/*:refs/notes/*")
+    res = run_pilot("doctor", cwd=a)
+    assert res.returncode == 1
+    [line] = [ln for ln in res.stdout.splitlines() if "writes into" in ln]
+    assert line.startswith("FIX    remote.fork.fetch +refs/notes/*:refs/notes/* writes into refs/notes/pilot/*: "
+                           "records fetched that way count as made here")
+    # the fix it prints works
+    fix = line.split(" — ", 1)[1].split(" (git pilot share setup")[0]
+    import subprocess
+
+    subprocess.run(fix, shell=True, cwd=a, check=True)
+    assert git(a, "config", "--get-all", "remote.fork.fetch") == "+refs/heads/*:refs/remotes/fork/*\n"
+    assert "writes into" not in run_pilot("doctor", cwd=a).stdout

@@ -12,7 +12,7 @@ import click
 @click.option("--fix", is_flag=True, help="Rewrite flat (un-fanned) notes trees; nothing else is changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def command(fix: bool, as_json: bool) -> int:
-    """Check PATH, agent CLIs and their features, hooks, config and notes refs."""
+    """Check PATH, agent CLIs and their features, hooks, config, notes refs, trust and signing."""
     from gitpilot.doctor import diagnose, fix_notes
     from gitpilot.output import out, paint
     from gitpilot.repo import Repo

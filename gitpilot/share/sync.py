@@ -20,7 +20,9 @@ from gitpilot.repo import Repo
 from gitpilot.share.validate import Accepted, accept_line, valid_remote_name
 from gitpilot.store.notes import Mutation, NotesStore, union_lines
 
-PUSH_ATTEMPTS = 8
+# Each lost race means another clone landed: with eight pushing at once the last one needs
+# about eight attempts, so this leaves room for bursts well past that.
+PUSH_ATTEMPTS = 40
 _RETRYABLE = ("stale info", "fetch first", "non-fast-forward", "cannot lock", "failed to lock",
               "failed to update ref", "incorrect old value", "unable to lock", "atomic transaction failed")
 # Commands git runs for us must not start maintenance in the middle of a hook.
@@ -354,5 +356,6 @@ def _push_commit(repo: Repo, remote: str, commit: str, base: str | None) -> str 
 
 
 def _backoff(attempt: int) -> None:
-    time.sleep(min(1.0, 0.05 * attempt) * (0.5 + random.random()))
+    # Exponential with full jitter: pushers that collided spread out instead of colliding again.
+    time.sleep(random.uniform(0.05, min(2.0, 0.1 * 2 ** min(attempt, 5))))
 
