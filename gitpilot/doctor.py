@@ -2,7 +2,7 @@
 
 Checks, each one ``Finding``: git pilot reachable on PATH (agent sessions call ``git pilot
 check``/``state``), which agent CLIs are installed with their versions and which of the
-features git pilot uses they support (from their own ``--help``), whether the git hooks are
+features git pilot uses they support (from their own ``--help``; gitpilot/agents/health.py), whether the git hooks are
 installed and current, whether the configuration is valid, whether the notes refs are
 readable (and whether a flat, un-fanned notes tree needs rewriting; ``fix_notes`` rewrites it
 into git's two-hex fan-out), stale ref locks, and sharing: whom this clone trusts, whether
@@ -25,16 +25,6 @@ from gitpilot.repo import Repo
 # git itself fans a notes tree out only past a few hundred notes; a flat tree that large is slow.
 FLAT_NOTES_LIMIT = 256
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
-_FEATURE_WORDS = (
-    ("print-resume", "resume (-p --resume)"),
-    ("background-resume", "background resume"),
-    ("list-sessions", "session list"),
-    ("stop", "stop"),
-    ("allowed-tools", "allow-list"),
-    ("session-id", "session ids"),
-    ("review", "review --base"),
-    ("review-json", "review JSON"),
-)
 
 
 @dataclass(frozen=True)
@@ -98,24 +88,9 @@ def _path_finding() -> Finding:
 
 
 def _agent_findings(repo: Repo | None, default_agent: str) -> list[Finding]:
-    from gitpilot import agents
+    from gitpilot.agents.health import agent_findings
 
-    out = []
-    for name in sorted(agents.ADAPTERS):
-        adapter = agents.get(name)
-        features = adapter.features(cache_dir=repo.pilot_dir / "agents" if repo is not None else None)
-        if not features.installed:
-            needed = name == default_agent
-            fix = f"install {name} or set [agent] default to an installed agent" if needed else ""
-            out.append(Finding("agent", f"{name}: not installed", needed, fix))
-            continue
-        have = [words for key, words in _FEATURE_WORDS if features.has(key)]
-        version = features.version or "(version unknown)"
-        text = f"{name} {version}: " + (", ".join(have) or "no known features")
-        if not adapter.resume_modes(features):
-            text += "; cannot resume sessions (git pilot prints the command instead)"
-        out.append(Finding("agent", text))
-    return out
+    return agent_findings(repo, default_agent)
 
 
 def _hook_findings(repo: Repo) -> list[Finding]:

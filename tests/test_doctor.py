@@ -104,3 +104,18 @@ def test_an_unreadable_notes_ref_is_reported(
     res = pilot(healthy, "doctor", monkeypatch=monkeypatch, capsys=capsys)
     assert res.code == 1
     assert "refs/notes/pilot/review is unreadable" in res.out
+
+
+def test_doctor_reports_each_installed_agent_with_its_version_and_features(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install(tmp_path, monkeypatch, agents=("claude", "copilot", "pi"))
+    repo = make_repo(tmp_path / "repo", {"README.md": "# r\n"})
+    res = pilot(repo, "doctor", monkeypatch=monkeypatch, capsys=capsys)
+    lines = res.out.splitlines()
+    copilot = next(ln for ln in lines if "copilot GitHub Copilot CLI 1.0.102: " in ln)
+    for words in ("resume (-p --resume)", "allow-list", "deny-list", "session ids", "JSON output"):
+        assert words in copilot
+    pi = next(ln for ln in lines if "pi 0.73.1: " in ln)
+    assert "allow-list" in pi and "session ids" not in pi and "deny-list" not in pi
+    assert "ok     not installed: codex, grok" in lines  # one line for the agents not installed

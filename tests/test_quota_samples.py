@@ -38,6 +38,12 @@ CLI_HELP = {
     "claude-p-mock-toolfail-stream-json.txt": ("unknown", None, None),
     "claude-p-mock-tools-stream-json.txt": ("unknown", None, None),
     "codex-exec-json-mock-usage-limit.txt": ("quota", None, "2026-11-30T15:42:00Z"),
+    # Copilot CLI 1.0.102 and Pi 0.73.1: their JSON events are not a shape the classifier reads
+    # (the adapters turn them into plain lines: tests/test_run_more_agents.py); their text is.
+    "copilot-p-json-mock-429-quota.txt": ("unknown", None, None),
+    "copilot-p-text-mock-429-quota.txt": ("quota", None, None),
+    "pi-p-json-mock-429-quota.txt": ("unknown", None, None),
+    "pi-p-text-mock-429-quota.txt": ("quota", None, None),
     "codex-exec-json-mock-usage-limit-free.txt": ("quota", None, "2026-11-30T14:28:00Z"),
     "codex-exec-json-mock-usage-limit-team.txt": ("quota", None, "2026-11-30T14:28:00Z"),
     "codex-exec-review-json-mock-usage-limit.txt": ("quota", None, "2026-11-30T15:43:00Z"),

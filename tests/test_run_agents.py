@@ -142,8 +142,9 @@ def test_claude_final_answer_is_the_result_and_an_error_result_is_a_failure_not_
 
 
 def test_an_unknown_agent_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="unknown agent 'grok'"):
-        get("grok")
+    # grok was the example until issue 15 added its adapter
+    with pytest.raises(UsageError, match=r"unknown agent 'gemini' \(known: claude, codex, copilot, grok, pi\)"):
+        get("gemini")
 
 
 def test_run_shows_the_answer_the_adapter_read_and_never_raw_json_events(capsys: pytest.CaptureFixture[str]) -> None:

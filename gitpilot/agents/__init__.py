@@ -1,7 +1,7 @@
 """Agent adapters: one class per agent CLI behind the interface in ``base``.
 
 ``ADAPTERS`` maps the ``--agent`` name to its class; ``get(name)`` returns an instance. A new
-agent (Grok, Copilot, Pi) is one module with an ``Adapter`` subclass and one line here.
+agent is one module with an ``Adapter`` subclass and one line here.
 """
 
 from __future__ import annotations
@@ -14,11 +14,15 @@ from gitpilot.errors import UsageError
 ADAPTERS: dict[str, str] = {
     "claude": "gitpilot.agents.claude:ClaudeAdapter",
     "codex": "gitpilot.agents.codex:CodexAdapter",
+    "copilot": "gitpilot.agents.copilot:CopilotAdapter",
+    "pi": "gitpilot.agents.pi:PiAdapter",
+    "grok": "gitpilot.agents.grok:GrokAdapter",
 }
 
 
 def get(name: str, env: Mapping[str, str] | None = None) -> Adapter:
-    """The adapter for ``name`` (``claude``, ``codex``); UsageError for an unknown agent."""
+    """The adapter for ``name`` (``claude``, ``codex``, ``copilot``, ``pi``, ``grok``); UsageError for
+    an unknown agent."""
     import importlib
 
     target = ADAPTERS.get(name)

@@ -7,6 +7,9 @@ and reads a session id and a failure message back from what the CLI printed. Orc
 (``gitpilot.tasks``) decides when to call which. Adding an agent (Grok, Copilot, Pi) means one
 more subclass registered in ``gitpilot.agents.ADAPTERS``; callers check ``Features`` and fall
 back (print the command for the user) when a feature is missing.
+
+Agents: Claude Code (``claude``), Codex (``codex``), GitHub Copilot CLI (``copilot``), Pi
+(``pi``), Grok Build (``grok``, from its published documentation: it cannot be installed here).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ BACKGROUND = "background"  # start a session that runs on after the command retu
 BACKGROUND_RESUME = "background-resume"  # resume into a background session (may fork a new id)
 SESSION_ID = "session-id"  # choose the new session's id at launch
 ALLOWED_TOOLS = "allowed-tools"  # a per-session allow-list on the command line
+DENIED_TOOLS = "denied-tools"  # a per-session deny-list on the command line (Copilot --deny-tool)
 LIST_SESSIONS = "list-sessions"  # machine-readable list of live sessions
 STOP = "stop"  # stop a live session by id
 JSON_OUTPUT = "json-output"  # a machine-readable result (session id, error flag)
@@ -46,7 +50,7 @@ _RESUME_FEATURES: tuple[tuple[str, Mode], ...] = (
 )
 
 ALL_FEATURES = frozenset({PRINT, RESUME, PRINT_RESUME, BACKGROUND, BACKGROUND_RESUME, SESSION_ID, ALLOWED_TOOLS,
-                          LIST_SESSIONS, STOP, JSON_OUTPUT, REVIEW, REVIEW_JSON})
+                          DENIED_TOOLS, LIST_SESSIONS, STOP, JSON_OUTPUT, REVIEW, REVIEW_JSON})
 
 HELP_TIMEOUT = 20.0
 
@@ -120,6 +124,8 @@ class Adapter(ABC):
 
     name: str = ""
     executable: str = ""
+    #: What the CLI says when asked to resume a session it no longer has (then a new one starts).
+    missing_session: tuple[str, ...] = ("No conversation found",)
 
     def __init__(self, executable: str | None = None, env: Mapping[str, str] | None = None) -> None:
         self._exe_override = executable
@@ -212,6 +218,12 @@ class Adapter(ABC):
     def outcome(self, invocation: Invocation, exit_code: int, stdout: str, stderr: str) -> Outcome:
         """The session id (known or printed) and the failure text of a finished run."""
 
+    def failure_text(self, stdout: str, stderr: str) -> str:
+        """What a failed run printed, for the quota classifier (``quota.classify``), which reads
+        plain text and the JSON of the CLIs it knows; an adapter whose CLI prints JSON of another
+        shape turns its error events into plain lines here."""
+        return stdout + stderr
+
     def session_after(self, invocation: Invocation, since: float, cwd: Path) -> str | None:
         """The id of the session ``invocation`` started at ``since`` (epoch seconds) in ``cwd``,
         found where the CLI records its sessions, for a run that printed none (an interactive
@@ -249,6 +261,34 @@ def has_command(help_text: str, command: str) -> bool:
         return False
     body = re.split(r"^\S.*:\s*$", block[1], maxsplit=1, flags=re.M)[0]
     return re.search(rf"^\s+{re.escape(command)}(\||\s|$)", body, re.M) is not None
+
+
+def json_lines(text: str) -> list[dict[str, object]]:
+    """The JSON objects of a JSON Lines output, skipping banners and log lines between them."""
+    out: list[dict[str, object]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def git_pilot_commands(allowed_tools: Sequence[str]) -> list[str]:
+    """The ``git pilot`` subcommands an allow-list of ``Bash(git pilot X*)`` entries names."""
+    import re
+
+    found: list[str] = []
+    for entry in allowed_tools:
+        m = re.fullmatch(r"Bash\(git pilot ([a-z][a-z-]*)(?: [^)]*)?\*?\)", entry)
+        if m and m.group(1) not in found:
+            found.append(m.group(1))
+    return found
 
 
 def first_line(text: str, limit: int = 300) -> str | None:

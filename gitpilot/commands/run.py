@@ -1,4 +1,4 @@
-"""``git pilot run [--task-file F | TEXT] [--agent claude] [--dry-run]``: start or resume a task."""
+"""``git pilot run [--task-file F | TEXT] [--agent NAME] [--dry-run]``: start or resume a task."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import click
 @click.command("run")
 @click.argument("text", required=False)
 @click.option("--task-file", type=click.Path(dir_okay=False, path_type=Path), help="The task file.")
-@click.option("--agent", default=None, metavar="NAME", help="The agent CLI: claude (default) or codex.")
+@click.option("--agent", default=None, metavar="NAME", help="The agent CLI: claude (default), codex, copilot, pi or grok.")
 @click.option("--dry-run", is_flag=True, help="Print the capsule path and the exact command; run nothing.")
 def command(text: str | None, task_file: Path | None, agent: str | None, dry_run: bool) -> int:
     """Start the agent on a task with its Context Capsule, or resume its session (Delta Resume)."""

@@ -64,6 +64,7 @@ class Report:
     agent_output: str = ""
     answer: str | None = None  # the agent's final message, read by its adapter
     message_bytes: int = 0
+    failure: str | None = None  # the CLI's own failure line, as its adapter read it
 
 
 @dataclass
@@ -303,13 +304,15 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
     report.exit_code = outcome.exit_code
     report.agent_output = done.stdout
     report.answer = outcome.answer
+    report.failure = outcome.failure
     if inv.mode == "background":
         return _background_started(ctx, inv, report, given, done, forked_from, started)
     sid = outcome.session_id or inv.session_id
     report.session_id = sid
     modes = ctx.adapter.resume_modes(ctx.features)
     retry_mode: Mode | None = inv.mode if inv.mode in modes else ("print" if "print" in modes else None)
-    if _finish(ctx, sid, outcome.exit_code, outcome.failure, done.stdout + done.stderr, report,
+    said = ctx.adapter.failure_text(done.stdout, done.stderr)
+    if _finish(ctx, sid, outcome.exit_code, outcome.failure, said, report,
                can_retry=bool(sid) and retry_mode is not None):
         assert sid is not None and retry_mode is not None
         ctx.retried = True
@@ -374,7 +377,8 @@ def _background_started(ctx: _Ctx, inv: Invocation, report: Report, given: dict[
     outcome = done.outcome
     if outcome.exit_code != 0 or not outcome.short_id:
         failure = outcome.failure or "the background session did not start"
-        _finish(ctx, forked_from, outcome.exit_code or 1, failure, done.stdout + done.stderr, report)
+        said = ctx.adapter.failure_text(done.stdout, done.stderr)
+        _finish(ctx, forked_from, outcome.exit_code or 1, failure, said, report)
         return report
     live = L.list_live(ctx.repo, ctx.tid, ctx.adapter, ctx.features) or []
     job = L.find_live(live, None, outcome.short_id)
@@ -506,7 +510,7 @@ def _resume(ctx: _Ctx, record: dict[str, Any], dry_run: bool) -> Report:
         report.action = "dry-run"
         return report
     result = _start(ctx, inv, report, given, task_file=None, forked_from=sid, what=f"resume ({kind})")
-    if result.exit_code != 0 and _no_conversation(result):
+    if result.exit_code != 0 and _no_conversation(ctx.adapter, result):
         # The CLI no longer knows the session: what it read is gone with it, so start afresh.
         result.lines.append(f"{ctx.adapter.executable} has no session {sid}: starting a new session")
         fresh = _launch_new(ctx, dry_run, None)
@@ -515,8 +519,9 @@ def _resume(ctx: _Ctx, record: dict[str, Any], dry_run: bool) -> Report:
     return result
 
 
-def _no_conversation(report: Report) -> bool:
-    return any("No conversation found" in line for line in report.lines)
+def _no_conversation(adapter: Adapter, report: Report) -> bool:
+    said = [*report.lines, report.failure or ""]
+    return any(marker in line for line in said for marker in adapter.missing_session)
 
 
 def _assumed_resume(ctx: _Ctx) -> Features:

@@ -1,7 +1,9 @@
-"""A fake ``claude`` / ``codex`` for tests: records every call, answers with real captured output.
+"""Fake ``claude``, ``codex``, ``copilot``, ``pi`` and ``grok`` for tests: record every call, answer
+with real captured output.
 
-Run as ``fake_agent.py claude ARGS...`` or ``fake_agent.py codex ARGS...`` (the ``claude`` and
-``codex`` shims beside this file do that). See README.md here for the behaviour and the
+Run as ``fake_agent.py AGENT ARGS...`` (the shims beside this file do that). ``grok`` is the
+exception: xAI's CLI could not be installed, so its answers follow its published documentation
+(``fixtures/agent-cli-samples/grok-docs/``), not a capture. See README.md here for the behaviour and the
 environment variables. Everything it prints comes from ``fixtures/agent-cli-samples/`` (a copy of ``../shared/agent-cli-samples/``)
 (the real CLIs' output), with ids substituted; only the bookkeeping is invented.
 
@@ -77,6 +79,8 @@ def read_sample(name: str) -> tuple[str, str, int]:
     path = samples_dir() / name
     text = path.read_text("utf-8")
     lines = text.split("\n")
+    while lines and lines[0].startswith("# "):  # a note on where a sample comes from
+        lines = lines[1:]
     if lines and lines[0].startswith("$ "):
         lines = lines[1:]
     code = 0
@@ -429,16 +433,136 @@ def codex_session(argv: list[str], path: list[str]) -> int:
     return emit("Mock explanation.\n", f"session id: {sid}\n", 0)
 
 
+# -- copilot (GitHub Copilot CLI 1.0.102) ---------------------------------------------------
+COPILOT_SID = "0cb916db-26aa-40f2-86b5-1ba81b225fd2"
+
+
+def copilot(argv: list[str]) -> int:
+    if "--version" in argv or "-v" in argv:
+        return emit(*read_sample("cli-help/copilot-version.txt"))
+    if "--help" in argv or "-h" in argv:
+        return emit(*help_text("cli-help/copilot-help.txt"))
+    state = load_state()
+    prompt = option_value(argv, "-p", "--prompt")
+    message = prompt if prompt is not None else (option_value(argv, "-i", "--interactive") or "")
+    resumed = option_value(argv, "--resume", "-r")
+    if resumed is not None:
+        if resumed not in state["sessions"]:
+            out, err, code = read_sample("cli-help/copilot-p-json-resume-missing.txt")
+            return emit(out, err.replace("0000dead-beef-4000-8000-000000000000", resumed), code)
+        sid, sample = resumed, "cli-help/copilot-p-json-mock-resume.txt"
+        state["sessions"][sid]["messages"].append(message)
+    else:
+        sid, sample = option_value(argv, "--session-id") or new_session_id(), "cli-help/copilot-p-json-mock-run.txt"
+        state["sessions"][sid] = {"cwd": os.getcwd(), "messages": [message], "forked_from": None}
+    save_state(state)
+    if prompt is None:
+        return 0  # interactive: the session owns the terminal and prints nothing we read
+    if option_value(argv, "--output-format") != "json":
+        return emit(*read_sample("cli-help/copilot-p-silent-mock-run.txt"))
+    out, err, code = read_sample(sample)
+    return emit(out.replace(COPILOT_SID, sid), err, code)
+
+
+# -- pi (0.73.1) ----------------------------------------------------------------------------
+PI_SID = "01a23437-6f1b-7329-a9c2-3b5c14513424"
+PI_FLAGS_WITH_VALUE = {"--mode", "--session", "--tools", "-t", "--provider", "--model", "--session-dir",
+                       "--thinking", "--append-system-prompt", "--system-prompt", "--api-key"}
+
+
+def pi_message(argv: list[str]) -> str:
+    skip = False
+    words: list[str] = []
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in PI_FLAGS_WITH_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+    return words[-1] if words else ""
+
+
+def pi(argv: list[str]) -> int:
+    if "--version" in argv or "-v" in argv:
+        return emit(*read_sample("cli-help/pi-version.txt"))
+    if "--help" in argv or "-h" in argv:
+        return emit(*help_text("cli-help/pi-help.txt"))
+    state = load_state()
+    message = pi_message(argv)
+    resumed = option_value(argv, "--session")
+    if resumed is not None:
+        if resumed not in state["sessions"]:
+            out, err, code = read_sample("cli-help/pi-p-json-session-missing.txt")
+            return emit(out, err.replace("0000dead-beef-4000-8000-000000000000", resumed), code)
+        sid, sample = resumed, "cli-help/pi-p-json-mock-resume.txt"
+        state["sessions"][sid]["messages"].append(message)
+    else:
+        sid, sample = new_session_id(), "cli-help/pi-p-json-mock-run.txt"
+        state["sessions"][sid] = {"cwd": os.getcwd(), "messages": [message], "forked_from": None}
+    save_state(state)
+    write_pi_session(sid)
+    if "-p" not in argv and "--print" not in argv:
+        return 0  # interactive
+    if option_value(argv, "--mode") != "json":
+        return emit(*read_sample("cli-help/pi-p-text-mock-run.txt"))
+    out, err, code = read_sample(sample)
+    return emit(out.replace(PI_SID, sid).replace("/home/dev/project", os.getcwd()), err, code)
+
+
+def write_pi_session(sid: str) -> None:
+    """The session file where Pi keeps it (``~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl``)."""
+    src = next((samples_dir() / "pi-sessions-0.73.1").rglob(f"*{PI_SID}.jsonl"))
+    cwd = os.getcwd()
+    directory = Path(os.environ.get("HOME", str(home()))) / ".pi" / "agent" / "sessions" / (
+        "--" + cwd.strip("/").replace("/", "-") + "--")
+    dest = directory / f"{time.strftime('%Y-%m-%dT%H-%M-%S-000Z', time.gmtime())}_{sid}.jsonl"
+    if any(directory.glob(f"*_{sid}.jsonl")):
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    dest.write_text(src.read_text("utf-8").replace(PI_SID, sid).replace("/home/dev/project", cwd), "utf-8")
+
+
+# -- grok (shaped by xAI's published documentation; not a capture) -------------------------------
+def grok(argv: list[str]) -> int:
+    if "--version" in argv or "-V" in argv:
+        return emit(*read_sample("grok-docs/grok-version.txt"))
+    if "--help" in argv or "-h" in argv:
+        return emit(*help_text("grok-docs/grok-help.txt"))
+    state = load_state()
+    prompt = option_value(argv, "-p", "--single")
+    resumed = option_value(argv, "--resume", "-r")
+    if resumed is not None:
+        if resumed not in state["sessions"]:
+            return emit("", f"Error: no session with id {resumed}\n", 1)
+        sid = resumed
+        state["sessions"][sid]["messages"].append(prompt or (argv[-1] if argv else ""))
+    else:
+        sid = option_value(argv, "--session-id", "-s") or new_session_id()
+        state["sessions"][sid] = {"cwd": os.getcwd(), "messages": [prompt or (argv[-1] if argv else "")],
+                                  "forked_from": None}
+    save_state(state)
+    if prompt is None:
+        return 0  # interactive
+    if option_value(argv, "--output-format") != "json":
+        return emit("done\n", "", 0)
+    out, err, code = read_sample("grok-docs/grok-p-json.txt")
+    return emit(out.replace("019f470d-3e02-7601-b726-1133cc72ef76", sid), err, code)
+
+
+AGENTS = {"claude": claude, "codex": codex, "copilot": copilot, "pi": pi, "grok": grok}
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("claude", "codex"):
-        sys.stderr.write("usage: fake_agent.py claude|codex ARGS...\n")
+    if not argv or argv[0] not in AGENTS:
+        sys.stderr.write(f"usage: fake_agent.py {'|'.join(AGENTS)} ARGS...\n")
         return 2
     agent, args = argv[0], argv[1:]
     record_call(agent, args)
     code = scripted(agent, args)
     if code is not None:
         return code
-    return claude(args) if agent == "claude" else codex(args)
+    return AGENTS[agent](args)
 
 
 if __name__ == "__main__":

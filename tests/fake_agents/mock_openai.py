@@ -1,9 +1,14 @@
-"""A loopback stand-in for the OpenAI Responses API, for tests that drive the *real* ``codex``.
+"""A loopback stand-in for the OpenAI Responses and Chat Completions APIs, for tests that drive
+the *real* ``codex``, ``copilot`` (BYOK) and ``pi`` (a custom provider).
 
 Only the server is fake: the CLI is the installed one. ``MockOpenAI`` listens on 127.0.0.1 and
-answers every ``POST .../responses`` with one streamed assistant message (server-sent events, as
-the Responses API streams them). The text is ``review`` when the request is a ``codex review``
-(its instructions ask for a review as JSON) and ``reply`` otherwise. Anything else gets ``{}``.
+answers every ``POST .../responses`` and ``POST .../chat/completions`` with one streamed
+assistant turn (server-sent events, as each API streams them). The text is ``review`` when the
+request is a ``codex review`` (its instructions ask for a review as JSON) and ``reply``
+otherwise. ``script`` (a list) overrides that for the next model calls, one step each: a string
+is a text answer, ``Shell(command)`` a call of the CLI's own shell tool (``exec_command`` for
+Codex, ``bash`` for Copilot and Pi, found in the request's tool list), so the real CLI runs the
+command, fires its hooks and sends the result back. Anything else gets ``{}``.
 Each request is recorded, so a test can see what reached the model. Setting ``error`` (e.g. to
 ``usage_limit(resets_at)``) makes every model call fail with that status and JSON body instead.
 
@@ -53,6 +58,72 @@ def usage_limit(resets_at: int, plan_type: str = "plus") -> tuple[int, dict[str,
                            "plan_type": plan_type, "resets_at": resets_at}}
 
 
+class Shell:
+    """A script step: the model asks the CLI to run ``command`` with its shell tool."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+
+Step = str | Shell
+SHELL_TOOLS = {"exec_command": "cmd", "shell": "command", "bash": "command"}  # tool -> argument
+
+
+def _shell_tool(body: Any) -> tuple[str, str]:
+    """(tool name, argument name) of the shell tool the request offers the model."""
+    for tool in (body or {}).get("tools") or []:
+        name = tool.get("name") or (tool.get("function") or {}).get("name")
+        if name in SHELL_TOOLS:
+            return name, SHELL_TOOLS[name]
+    raise AssertionError("the request offers no shell tool the mock knows")
+
+
+def _arguments(body: Any, step: Shell) -> tuple[str, str]:
+    name, arg = _shell_tool(body)
+    value: Any = step.command
+    if name == "shell":
+        value = ["bash", "-lc", step.command]
+    return name, json.dumps({arg: value})
+
+
+def _sse_call(body: Any, step: Shell, n: int) -> bytes:
+    """A Responses API turn that calls the shell tool once."""
+    name, args = _arguments(body, step)
+    rid, cid = f"resp_mock_{n}", f"call_mock_{n}"
+    item = {"type": "function_call", "id": f"fc_mock_{n}", "call_id": cid, "name": name, "arguments": args,
+            "status": "completed"}
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 11}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": rid, "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed",
+         "response": {"id": rid, "status": "completed", "output": [item], "usage": usage}},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _chat_chunks(body: Any, step: Step, n: int) -> bytes:
+    """A Chat Completions stream: one text answer or one shell tool call, then ``[DONE]``."""
+    model = str((body or {}).get("model") or "mock-model")
+    base = {"id": f"chatcmpl-mock-{n}", "object": "chat.completion.chunk", "created": 1796000000 + n,
+            "model": model}
+    if isinstance(step, Shell):
+        name, args = _arguments(body, step)
+        delta: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": f"call_mock_{n}", "type": "function", "function": {"name": name, "arguments": args}}]}
+        finish = "tool_calls"
+    else:
+        delta, finish = {"role": "assistant", "content": step}, "stop"
+    usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
+    ]
+    return ("".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n").encode()
+
+
 def _sse(text: str, n: int) -> bytes:
     rid, mid = f"resp_mock_{n}", f"msg_mock_{n}"
     usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1,
@@ -83,6 +154,7 @@ class MockOpenAI:
 
     def __init__(self, reply: str = REPLY, review: str = CLEAN_REVIEW) -> None:
         self.reply, self.review = reply, review
+        self.script: list[Step] = []  # the next model calls' answers, one step each
         self.error: tuple[int, dict[str, Any]] | None = None  # (status, JSON body) for every model call
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, body as JSON or None)
         self.foreign: list[str] = []  # requests meant for another host (through the proxy)
@@ -116,17 +188,30 @@ class MockOpenAI:
                     return
                 body = self._body()
                 n = mock._record(self.command, self.path, body)
-                if not self.path.split("?")[0].endswith("/responses"):
+                path = self.path.split("?")[0]
+                chat = path.endswith("/chat/completions")
+                if not (chat or path.endswith("/responses")):
                     self._send(200, b"{}")
                     return
                 if mock.error is not None:
                     status, error = mock.error
                     self._send(status, json.dumps(error).encode())
                     return
-                text = mock.review if _is_review(body) else mock.reply
-                self._send(200, _sse(text, n), "text/event-stream")
+                step = mock._next(body)
+                if chat:
+                    self._send(200, _chat_chunks(body, step, n), "text/event-stream")
+                elif isinstance(step, Shell):
+                    self._send(200, _sse_call(body, step, n), "text/event-stream")
+                else:
+                    self._send(200, _sse(step, n), "text/event-stream")
 
         return Handler
+
+    def _next(self, body: Any) -> Step:
+        with self._lock:
+            if self.script:
+                return self.script.pop(0)
+        return self.review if _is_review(body) else self.reply
 
     def _record(self, method: str, path: str, body: Any) -> int:
         with self._lock:
@@ -176,7 +261,7 @@ class MockOpenAI:
 
     def model_requests(self) -> list[Any]:
         return [body for method, path, body in self.requests
-                if method == "POST" and path.split("?")[0].endswith("/responses")]
+                if method == "POST" and path.split("?")[0].endswith(("/responses", "/chat/completions"))]
 
     def prompts(self) -> list[str]:
         """The text of every user message the CLI sent to the model."""
@@ -184,7 +269,7 @@ class MockOpenAI:
         for body in self.model_requests():
             if not isinstance(body, dict):
                 continue
-            for item in body.get("input") or []:
+            for item in (body.get("input") or []) + (body.get("messages") or []):
                 if not isinstance(item, dict) or item.get("role") != "user":
                     continue
                 content = item.get("content")
@@ -194,6 +279,20 @@ class MockOpenAI:
                     texts += [c.get("text", "") for c in content
                               if isinstance(c, dict) and c.get("type") in ("input_text", "text")]
         return texts
+
+    def tool_results(self) -> list[str]:
+        """The text of every tool result the CLI sent back to the model (either API)."""
+        out: list[str] = []
+        for body in self.model_requests():
+            for item in (body or {}).get("input") or []:
+                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                    output = item.get("output")
+                    out.append(output if isinstance(output, str) else json.dumps(output))
+            for msg in (body or {}).get("messages") or []:
+                if isinstance(msg, dict) and msg.get("role") == "tool":
+                    content = msg.get("content")
+                    out.append(content if isinstance(content, str) else json.dumps(content))
+        return out
 
     def __enter__(self) -> MockOpenAI:
         self.thread.start()
