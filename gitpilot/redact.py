@@ -32,8 +32,10 @@ from __future__ import annotations
 import bisect
 import posixpath
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import overload
 
 __all__ = [
@@ -42,7 +44,9 @@ __all__ = [
     "find_secrets",
     "is_credential_filename",
     "redact",
+    "redact_file_lines",
     "redact_lines",
+    "redact_stream",
 ]
 
 
@@ -87,7 +91,8 @@ _FORMAT_PARTS = {
     "aws_access_key_id": rf"(?<![{_W}])(?:AKIA|ASIA)[A-Z0-9]{{16}}(?![{_W}])",
     "aws_secret_key": (
         r"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)"
-        r"""["']?\s*(?:=>|:=|[:=])\s*["']?"""
+        # `KEY=VALUE`, `KEY: VALUE`, and `aws configure set aws_secret_access_key VALUE`
+        r"""(?:["']?\s*(?:=>|:=|[:=])\s*["']?|[ \t]+["']?)"""
         r"(?P<aws_secret_key__v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
     ),
     "slack_webhook": r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{10,}",
@@ -133,10 +138,16 @@ _GENERIC_PARTS = {
         r"""(?:"(?P<assignment__dq>[^"\n]*)"|'(?P<assignment__sq>[^'\n]*)'"""
         r"""|\\"(?P<assignment__eq>[^"\\\n]*)\\"|(?P<assignment__v>(?:[^\s"'`,;)\]}\\]|\\(?!["']))+))"""
     ),
+    # A secret-named flag or argument, then its value after spaces: `--password VALUE`,
+    # `aws configure set aws_session_token VALUE`, `git config pilot.token VALUE`.
+    "spaced": (
+        rf"(?<![A-Za-z0-9_.-])(?P<spaced__k>-{{0,2}}[A-Za-z0-9_.-]*?(?i:{_KEY_WORDS}))[ \t]+"
+        r"""(?:"(?P<spaced__dq>[^"\n]*)"|'(?P<spaced__sq>[^'\n]*)'|(?P<spaced__v>[^\s"'`,;)\]}]+))"""
+    ),
 }
 _GENERIC = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _GENERIC_PARTS.items()), _FLAGS)
 _GENERIC_QUICK = re.compile(
-    r"""(?i:pass(?:word|wd|phrase)|secret|token|key)\\?["']?\s*[:=]|://|(?i:authorization)""",
+    r"""(?i:pass(?:word|wd|phrase)|secret|token|key)(?:\\?["']?\s*[:=]|[ \t]+[^\s-])|://|(?i:authorization)""",
     _FLAGS,
 )
 
@@ -147,6 +158,9 @@ _PLACEHOLDERS = frozenset(
         " placeholder dummy notset not_set unset default pass pw pwd foo bar baz"
         # type annotations: `password: str`, `api_key: SecretStr`
         " bytes int bool any object number secretstr secretbytes"
+        # what a log says about a secret it does not show: `DB_PASSWORD: missing`
+        " missing invalid expired provided found ok valid present absent hidden masked configured"
+        " ignored skipped not blank given supplied defined unavailable"
     ).split()
 )
 _PLACEHOLDER_SHAPE = re.compile(
@@ -165,6 +179,11 @@ _WORDS_NAME = re.compile(r"[a-z]+(?:[_.][a-z]+)+", re.ASCII)  # `"next_token"`, 
 # random (letters and digits, at least 8) or when the line is a `key: value` line.
 _SECRETISH = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9]).{8,}", re.ASCII)
 _REDACTED_PREFIX = "[REDACTED"
+# A key written as a variable (`DB_PASSWORD`, `aws_secret_access_key`, `pilot.token`), not a word
+# of prose (`token`, `Password`): after it, `:` or a space introduces a value.
+_VARIABLE_KEY = re.compile(r"-*[A-Za-z0-9]+(?:[_.-]+[A-Za-z0-9]+)+|[A-Z0-9_]*[A-Z][A-Z0-9_]*", re.ASCII)
+# A flag's documented argument (`--password TEXT`, `--token TOKEN`), not its value.
+_METAVAR = re.compile(r"[A-Z][A-Z_-]*", re.ASCII)
 
 _KIND_NAMES = {
     "github_token": "github-token",
@@ -238,25 +257,48 @@ def redact_lines(lines: list[str]) -> list[str]:
     A private key block spread over lines becomes one `[REDACTED:private-key]` per line it
     covered, so that line numbers and counts stay true (a log excerpt relies on them).
     """
-    out: list[str] = []
+    return list(redact_stream(lines))
+
+
+def redact_stream(lines: Iterable[str]) -> Iterator[str]:
+    """`redact_lines` over any iterable, holding at most three lines at a time (a log of any size
+    is shown in bounded memory). Lines come without their line endings."""
+    it = iter(lines)
+    window: deque[str] = deque(islice(it, 3))
     in_block = False
-    for i, line in enumerate(lines):
+    while window:
+        line = window.popleft()
+        window.extend(islice(it, 2 - len(window)) if len(window) < 2 else ())
         if in_block:
             end = _PEM_END.search(line)
             if end is None:
-                out.append("[REDACTED:private-key]")
+                yield "[REDACTED:private-key]"
                 continue
             in_block = False
-            out.append("[REDACTED:private-key]" + redact(line[end.end() :]))
+            yield "[REDACTED:private-key]" + redact(line[end.end() :])
             continue
         begin = _PEM_BEGIN.search(line) if "PRIVATE KEY" in line else None
         if begin is not None and _PEM_END.search(line, begin.end()) is None:
-            if _opens_key_block(line[begin.end() :], lines[i + 1 : i + 3]):
+            if _opens_key_block(line[begin.end() :], list(window)):
                 in_block = True
-                out.append(redact(line[: begin.start()]) + "[REDACTED:private-key]")
+                yield redact(line[: begin.start()]) + "[REDACTED:private-key]"
                 continue
-        out.append(redact(line))
-    return out
+        yield redact(line)
+
+
+def redact_file_lines(data: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of a binary file (line endings kept), redacted; bytes that are no secret are
+    kept exactly (matched as Latin-1)."""
+    endings: deque[bytes] = deque()
+
+    def texts() -> Iterator[str]:
+        for raw in data:
+            body = raw.rstrip(b"\r\n")
+            endings.append(raw[len(body):])
+            yield body.decode("latin-1")
+
+    for text in redact_stream(texts()):
+        yield text.encode("latin-1") + endings.popleft()
 
 
 # --- credential file names ------------------------------------------------------------------
@@ -379,8 +421,8 @@ def _generic_spans(s: str) -> list[_Span]:
     spans: list[_Span] = []
     for m in _scan(s, _GENERIC_QUICK, _GENERIC):
         name = m.lastgroup or ""
-        if name == "assignment":
-            span = _assignment_span(m, s)
+        if name in ("assignment", "spaced"):
+            span = _assignment_span(m, s) if name == "assignment" else _spaced_span(m)
             if span is not None:
                 spans.append(span)
             continue
@@ -405,12 +447,37 @@ def _assignment_span(m: re.Match[str], s: str) -> _Span | None:
     if not _is_literal(value) or _looks_like_code(value, key, spaced):
         return None
     if m.group("assignment__sep").strip() == ":":
-        if not (_SECRETISH.fullmatch(value) or _is_key_value_line(s, m)):
+        if not (_SECRETISH.fullmatch(value) or _VARIABLE_KEY.fullmatch(key) or _is_key_value_line(s, m)):
             return None
     if value.startswith(("=", ">", "-", "&", "|")):
         return None
     start, end = m.span("assignment__v")
     return (start, end, _assignment_kind(key))
+
+
+def _spaced_span(m: re.Match[str]) -> _Span | None:
+    """A value after a secret-named flag or argument and spaces. After a flag (`--password`) any
+    literal counts but a metavar; after a bare argument only one written as a variable
+    (`aws_session_token`, not the word `token` in a sentence), with a value that looks random."""
+    key = m.group("spaced__k")
+    flag = key.startswith("-")
+    if not flag and not _VARIABLE_KEY.fullmatch(key):
+        return None
+    for group in ("spaced__dq", "spaced__sq", "spaced__v"):
+        value = m.group(group)
+        if value is None:
+            continue
+        if not _is_literal(value) or _names_a_value(value, key.lstrip("-")) or value.startswith("-"):
+            return None
+        if group == "spaced__v" and ("(" in value or "[" in value or _DOTTED_NAME.fullmatch(value)):
+            return None
+        if flag and _METAVAR.fullmatch(value):
+            return None
+        if not flag and not _SECRETISH.fullmatch(value):
+            return None
+        start, end = m.span(group)
+        return (start, end, _assignment_kind(key))
+    return None
 
 
 def _is_literal(value: str) -> bool:

@@ -91,6 +91,19 @@ GENERIC = [
         "curl -H 'Authorization: Bearer abcdef123456789'",
         "curl -H 'Authorization: Bearer [REDACTED:auth-header]'",
     ),
+    # a secret given after its key name and a space (issue 13, item 4)
+    ("mysql --password hunter2 --user root", "mysql --password [REDACTED:password] --user root"),
+    ("deploy --api-key 'k3y-v4lue' --env prod", "deploy --api-key '[REDACTED:api-key]' --env prod"),
+    ('login --token "tok en" -v', 'login --token "[REDACTED:token]" -v'),
+    ("aws configure set aws_session_token IQoJb3JpZ2luX2VjEJr//wEaCXVzLWVhc3QtMSJH",
+     "aws configure set aws_session_token [REDACTED:token]"),
+    ("git config --global pilot.token s3cr3tT0ken99", "git config --global pilot.token [REDACTED:token]"),
+    ("heroku config:set SECRET_KEY abc123xyz789", "heroku config:set SECRET_KEY [REDACTED:secret-key]"),
+    # `KEY: value` inside a line of other variables
+    ("Environment: DB_HOST: db DB_PASSWORD: hunter2 DB_NAME: app",
+     "Environment: DB_HOST: db DB_PASSWORD: [REDACTED:password] DB_NAME: app"),
+    ("env: {DB_PASSWORD: hunter2, DB_NAME: app}", "env: {DB_PASSWORD: [REDACTED:password], DB_NAME: app}"),
+    ("vars API_TOKEN: 'tok-1' REGION: eu", "vars API_TOKEN: '[REDACTED:token]' REGION: eu"),
 ]
 
 
@@ -148,6 +161,25 @@ NEAR_MISSES = [
     "password = value",
     "curl -H 'Authorization: Bearer sk_live_...'",
     "Search the audit log with `GET /v1/audit_events?api_key=...`.",
+    # ordinary output around secret-named words and flags stays as it is (issue 13, item 4)
+    "  --password TEXT       Password for the database",
+    "  --token TOKEN  the API token to use",
+    "Usage: deploy [--api-key KEY] [--password PASSWORD]",
+    "Loading api_key from the environment",
+    "the secret_key is rotated every day",
+    "DB_PASSWORD: not set",
+    "warning: DB_PASSWORD: missing, using default",
+    "--password-file /run/secrets/db --token-ttl 3600",
+    "export GITHUB_TOKEN",
+    '--token "$GITHUB_TOKEN"',
+    "--password ${{ secrets.DB_PASSWORD }}",
+    "--token --verbose",
+    "Refreshing token for user ann",
+    "INFO  auth: token refreshed for ann (expires in 3600s)",
+    "PASSED tests/test_token.py::test_rotate_token_after_expiry",
+    "npm WARN deprecated token-stream@1.0.0",
+    "secret_key 42 rotated",
+    "ok 12 - password reset sends mail",
 ]
 
 
@@ -199,6 +231,22 @@ def test_redact_lines_keeps_one_line_per_line() -> None:
     assert out[1:-1] == ["[REDACTED:private-key]"] * (len(lines) - 2)
     assert out[-1] == "after password=[REDACTED:password]"
     assert not any(PEM_BODY in line for line in out)
+
+
+def test_aws_secret_after_its_key_name_and_a_space_is_a_known_format() -> None:
+    line = "aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    assert redact(line) == "aws configure set aws_secret_access_key [REDACTED:aws-secret-key]"
+    assert contains_secret(line)
+
+
+def test_redact_file_lines_keeps_endings_and_other_bytes() -> None:
+    from gitpilot.redact import redact_file_lines
+
+    data = [b"ok \xff\r\n", b"-----BEGIN RSA PRIVATE KEY-----\n", b"MIIEowIBAAKCAQEA7bq0xyzABCDEFGH\n",
+            b"-----END RSA PRIVATE KEY-----\n", b"--password hunter2"]
+    assert list(redact_file_lines(data)) == [b"ok \xff\r\n", b"[REDACTED:private-key]\n",
+                                             b"[REDACTED:private-key]\n", b"[REDACTED:private-key]\n",
+                                             b"--password [REDACTED:password]"]
 
 
 def test_redact_lines_ignores_a_header_mentioned_in_prose() -> None:

@@ -17,7 +17,7 @@ def command() -> None:
 
 @command.command("install")
 def install_command() -> int:
-    """Install the hooks (a hook already there is kept as <hook>.legacy and still runs first)."""
+    """Install the hooks; a hook already there keeps running first, under its own name."""
     from gitpilot.hooks.install import install
     from gitpilot.repo import Repo
 
@@ -40,16 +40,20 @@ def uninstall_command() -> int:
 @command.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the state as JSON.")
 def status_command(as_json: bool) -> int:
-    """Say which hooks are installed, where, and which interpreter they call."""
-    from gitpilot.hooks.install import recorded_interpreter, status
+    """Say which hooks are installed, where, what runs first, and which interpreter they call."""
+    from gitpilot.hooks.install import recorded_interpreter, status, status_notes
     from gitpilot.repo import Repo
 
-    directory, states = status(Repo.discover(Path.cwd()))
+    repo = Repo.discover(Path.cwd())
+    directory, states = status(repo)
+    notes = status_notes(repo)
     pythons = sorted({p for s in states if s.state in ("installed", "outdated")
-                      if (p := recorded_interpreter((directory / s.event).read_bytes()))})
+                      if (p := recorded_interpreter((directory / (s.event + (".legacy" if s.via else "")))
+                                                    .read_bytes()))})
     if as_json:
-        data = {"directory": str(directory), "interpreters": pythons,
-                "hooks": [{"event": s.event, "state": s.state, "legacy": s.legacy} for s in states]}
+        data = {"directory": str(directory), "interpreters": pythons, "notes": notes,
+                "hooks": [{"event": s.event, "state": s.state, "legacy": s.legacy, "runs_first": s.first,
+                           "via": s.via} for s in states]}
         output.out(json.dumps(data, indent=2, sort_keys=True))
         return 0
     output.out(f"hooks directory: {directory}")
@@ -58,4 +62,6 @@ def status_command(as_json: bool) -> int:
     for p in pythons:
         found = "found" if Path(p).exists() else "missing: the hooks fall back to git-pilot on PATH"
         output.out(f"interpreter: {p} ({found})")
+    for note in notes:
+        output.out(note)
     return 0
