@@ -176,7 +176,13 @@ def test_forged_passes_do_not_count_and_explain_says_why(tmp_path: Path) -> None
     assert w.check(plain).returncode == 0
     pilot(plain, "share", "push")
 
-    pilot(mate, "share", "pull")
+    pulled = pilot(mate, "share", "pull").splitlines()
+    assert pulled[0] == ("pulled check notes from origin: 5 record(s) on 5 tree(s), recorded by "
+                         "ci@example.com (3), ada@example.com (1), rogue@example.com (1)")
+    assert pulled[1].startswith("1 of them count here; the others do not: ")  # CI's real pass on "source"
+    for reason in ("unsigned (1)", "its signature does not match the record (edited after signing) (1)",
+                   f"its signature is for another tree ({trees['source'][:12]}) (1)", "No principal matched.) (1)"):
+        assert reason in pulled[1], pulled[1]
     why = {}
     for name, steps_back in (("unlisted", 3), ("copied", 2), ("edited", 1), ("unsigned", 0)):
         git(mate, "checkout", "-q", f"main~{steps_back}" if steps_back else "main")

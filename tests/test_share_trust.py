@@ -103,3 +103,20 @@ def test_doctor_flags_a_refspec_that_writes_into_our_notes(tmp_path: Path) -> No
     subprocess.run(fix, shell=True, cwd=a, check=True)
     assert git(a, "config", "--get-all", "remote.fork.fetch") == "+refs/heads/*:refs/remotes/fork/*\n"
     assert "writes into" not in run_pilot("doctor", cwd=a).stdout
+
+
+def test_pull_says_how_many_records_came_from_whom_and_whether_they_count(tmp_path: Path) -> None:
+    remote, _ = world(tmp_path, CHECK)
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    out = run_pilot("share", "pull", cwd=b).stdout.splitlines()
+    assert out == ["pulled check notes from origin: 1 record(s) on 1 tree(s), recorded by ada@example.com",
+                   "they do not count here: this clone does not trust origin (git config --add pilot.trust "
+                   "origin, or pilot.trust signed for signed records)"]
+    c = tmp_path / "c"
+    git(tmp_path, "clone", "-q", str(remote), str(c))
+    git(c, "config", "pilot.trust", "origin")
+    out = run_pilot("share", "pull", cwd=c).stdout.splitlines()
+    assert out[1] == "they count here: git pilot check reuses them on the same tree"
+    data = __import__("json").loads(run_pilot("share", "pull", "--json", cwd=c).stdout)
+    assert data["merged_lines"] == 0 and data["dropped"] == {"big_notes": 0, "notes": 0, "lines": 0}

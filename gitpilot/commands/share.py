@@ -11,7 +11,9 @@ import click
 from gitpilot import output
 
 if TYPE_CHECKING:  # pragma: no cover
+    from gitpilot.repo import Repo
     from gitpilot.share.sync import PullResult, PushResult
+    from gitpilot.share.trust import Trust
 
 
 @click.group("share")
@@ -48,10 +50,11 @@ def pull_command(remote: str | None, as_json: bool) -> int:
 
     repo = Repo.discover(Path.cwd())
     result = sync.pull(repo, sync.resolve_remote(repo, remote))
+    trust = _trust(repo)
     if as_json:
-        output.out(json.dumps(_pull_json(result), indent=2, sort_keys=True))
+        output.out(json.dumps(_pull_json(result, trust), indent=2, sort_keys=True))
     else:
-        for line in render_pull(result):
+        for line in render_pull(result, trust):
             output.out(line)
     _warn_skipped(result)
     return 0
@@ -67,28 +70,34 @@ def push_command(remote: str | None, as_json: bool) -> int:
 
     repo = Repo.discover(Path.cwd())
     result = sync.push(repo, sync.resolve_remote(repo, remote))
+    trust = _trust(repo)
     if as_json:
-        data = _pull_json(result.pulled)
+        data = _pull_json(result.pulled, trust)
         data.update({"pushed_lines": result.lines, "pushed_trees": result.objects,
                      "attempts": result.attempts, "commit": result.commit})
         output.out(json.dumps(data, indent=2, sort_keys=True))
     else:
-        for line in render_push(result):
+        for line in render_push(result, trust):
             output.out(line)
     _warn_skipped(result.pulled)
     return 0
 
 
-def render_pull(result: PullResult) -> list[str]:
-    if not result.present:
-        return [f"{result.remote} has no check notes yet"]
-    if not result.added:
-        return [f"pulled check notes from {result.remote}: nothing new"]
-    return [f"pulled check notes from {result.remote}: {result.added} record(s) on {result.objects} tree(s)"]
+def _trust(repo: Repo) -> Trust:
+    from gitpilot.config import load
+    from gitpilot.share.trust import load_trust
+
+    return load_trust(repo, load(repo.workdir))
 
 
-def render_push(result: PushResult) -> list[str]:
-    lines = render_pull(result.pulled)
+def render_pull(result: PullResult, trust: Trust) -> list[str]:
+    from gitpilot.share.report import pull_lines
+
+    return pull_lines(result, trust)
+
+
+def render_push(result: PushResult, trust: Trust) -> list[str]:
+    lines = render_pull(result.pulled, trust)
     if result.commit is None:
         lines.append(f"{result.remote} already has every check record made here")
     else:
@@ -98,9 +107,16 @@ def render_push(result: PushResult) -> list[str]:
     return lines
 
 
-def _pull_json(result: PullResult) -> dict[str, Any]:
+def _pull_json(result: PullResult, trust: Trust) -> dict[str, Any]:
+    from gitpilot.share.report import standing
+
+    st = standing(result, trust)
+    d = result.dropped
     return {"remote": result.remote, "present": result.present, "merged_lines": result.added,
-            "merged_trees": result.objects, "skipped_lines": result.skipped}
+            "merged_trees": result.objects, "skipped_lines": result.skipped,
+            "recorded_by": st.authors, "count_here": st.counted, "not_counted": st.refused,
+            "unverified": st.unverified,
+            "dropped": {"big_notes": d.big_notes, "notes": d.notes, "lines": d.lines}}
 
 
 def _warn_skipped(result: PullResult) -> None:

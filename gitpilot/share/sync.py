@@ -6,6 +6,7 @@ plus ``NotesStore`` writes (one commit, compare-and-swap); nothing is forced or 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -17,6 +18,14 @@ from gitpilot.errors import PilotError
 from gitpilot.gitrun import first_line
 from gitpilot.procs import alive
 from gitpilot.repo import Repo
+from gitpilot.share.bounds import (
+    MAX_LINES_PER_PULL,
+    MAX_LINES_PER_TREE,
+    Dropped,
+    choose_notes,
+    chunks,
+    recent_trees,
+)
 from gitpilot.share.validate import Accepted, accept_line, valid_remote_name
 from gitpilot.store.notes import Mutation, NotesStore, union_lines
 
@@ -44,6 +53,8 @@ class PullResult:
     objects: int = 0  # trees whose local notes gained lines
     added: int = 0  # lines added to the local notes
     skipped: int = 0  # remote lines refused (malformed, unknown, unsafe)
+    dropped: Dropped = field(default_factory=Dropped)  # valid notes and lines past the bounds
+    lines: tuple[tuple[str, bytes], ...] = ()  # (annotated object, line) of every line added
 
 
 @dataclass(frozen=True)
@@ -127,20 +138,27 @@ def pull(repo: Repo, remote: str) -> PullResult:
 
 
 def merge_remote(repo: Repo, remote: str) -> PullResult:
-    """Merge the fetched copy of ``remote``'s check notes into ours, validated and tagged."""
+    """Merge the fetched copy of ``remote``'s check notes into ours: validated, tagged, bounded."""
     tip = _remote_tip(repo, remote)
     if tip is None:
         return PullResult(remote, present=False)
-    paths = _paths_to_merge(repo, remote, tip)
-    incoming, skipped = _accepted_lines(repo, remote, tip, paths)
-    added: dict[str, int] = {}
+    dropped = Dropped()
+    index = _notes_to_merge(repo, remote, tip)
+    chosen = choose_notes({o: size for o, (_, _, size) in index.items()}, recent_trees(repo), dropped)
+    incoming, skipped = _accepted_lines(repo, remote, tip, chosen, index, dropped)
+    added: dict[str, list[bytes]] = {}
+    capped: dict[str, int] = {}
+    tag = b'"remote":' + json.dumps(remote).encode()
 
     def mutation(oid: str, accepted: list[Accepted]) -> Mutation:
         def apply(old: bytes | None) -> bytes | None:
             have = set(old.split(b"\n")) if old else set()
-            new = [a.tagged for a in accepted if a.tagged not in have and a.untagged not in have]
-            added[oid] = len(set(new))
-            return union_lines(old, b"\n".join(new)) if new else old
+            room = MAX_LINES_PER_TREE - sum(1 for ln in have if tag in ln)
+            new = sorted({a.tagged for a in accepted if a.tagged not in have and a.untagged not in have})
+            newest = sorted(new, key=lambda ln: (_time_of(accepted, ln), ln), reverse=True)
+            added[oid] = sorted(newest[: max(room, 0)])
+            capped[oid] = len(new) - len(added[oid])  # recomputed if the write is retried
+            return union_lines(old, b"\n".join(added[oid])) if added[oid] else old
 
         return apply
 
@@ -148,9 +166,18 @@ def merge_remote(repo: Repo, remote: str) -> PullResult:
     if mutations:
         NotesStore(repo, CHECKS_REF).update(mutations, f"git pilot: merge check notes from {remote}")
     _write_marker(repo, remote, tip, repo.rev_parse(CHECKS_REF))
-    changed = sorted(o for o, n in added.items() if n)
-    return PullResult(remote, True, objects=len(changed), added=sum(added[o] for o in changed),
-                      skipped=skipped)
+    dropped.lines += sum(capped.values())
+    changed = sorted(o for o, lines in added.items() if lines)
+    records = tuple((o, ln) for o in changed for ln in added[o])
+    return PullResult(remote, True, objects=len(changed), added=len(records), skipped=skipped,
+                      dropped=dropped, lines=records)
+
+
+def _time_of(accepted: list[Accepted], line: bytes) -> str:
+    for a in accepted:
+        if a.tagged == line:
+            return a.time
+    return ""
 
 
 def _remote_tip(repo: Repo, remote: str) -> str | None:
@@ -166,64 +193,84 @@ def _remote_tip(repo: Repo, remote: str) -> str | None:
 
 
 def _accepted_lines(
-    repo: Repo, remote: str, tip: str, paths: dict[str, str]
+    repo: Repo, remote: str, tip: str, chosen: list[str], index: dict[str, tuple[str, str, int]],
+    dropped: Dropped,
 ) -> tuple[dict[str, list[Accepted]], int]:
-    """Validated lines per annotated object, and how many lines were refused."""
-    oids = sorted(paths)
-    bodies = repo.cat_file_batch([f"{tip}:{paths[o]}" for o in oids])
+    """Validated lines per annotated object, the newest first (MAX_LINES_PER_PULL in all, counting
+    at most MAX_LINES_PER_TREE a tree), and how many lines were refused as invalid."""
     incoming: dict[str, list[Accepted]] = {}
-    skipped = 0
-    for oid, body in zip(oids, bodies, strict=True):
-        for line in (body or b"").split(b"\n"):
-            if not line.strip():
+    skipped = total = 0
+    sizes = {o: index[o][2] for o in chosen}
+    for run in chunks(chosen, sizes):
+        if total >= MAX_LINES_PER_PULL:
+            dropped.notes += len(run)
+            continue
+        bodies = repo.cat_file_batch([index[o][1] for o in run])
+        for oid, body in zip(run, bodies, strict=True):
+            if total >= MAX_LINES_PER_PULL:
+                dropped.notes += 1
                 continue
-            acc = accept_line(line, remote)
-            if acc is None:
-                skipped += 1
-            else:
-                incoming.setdefault(oid, []).append(acc)
+            good = []
+            for line in (body or b"").split(b"\n"):
+                if not line.strip():
+                    continue
+                acc = accept_line(line, remote)
+                if acc is None:
+                    skipped += 1
+                else:
+                    good.append(acc)
+            unique = {a.tagged: a for a in good}
+            newest = sorted(unique.values(), key=lambda a: (a.time, a.tagged), reverse=True)
+            # The tree bound is applied at the merge, where the lines already there are known.
+            keep = newest[: MAX_LINES_PER_PULL - total]
+            dropped.lines += len(newest) - len(keep)
+            if keep:
+                incoming[oid] = keep
+                total += min(len(keep), MAX_LINES_PER_TREE)
     return incoming, skipped
-
-
 
 
 # -- which notes changed since the last merge -------------------------------------------------
 def note_index(repo: Repo, commit: str) -> dict[str, tuple[str, str]]:
     """Annotated object id -> (path, blob id) of its note in ``commit``'s tree, any fan-out."""
-    out = repo.git("ls-tree", "-r", "-z", "--full-tree", commit)
-    result: dict[str, tuple[str, str]] = {}
+    return {o: (path, blob) for o, (path, blob, _) in _note_listing(repo, commit, sizes=False).items()}
+
+
+def _note_listing(repo: Repo, commit: str, sizes: bool) -> dict[str, tuple[str, str, int]]:
+    """Annotated object id -> (path, blob id, size or -1) of every note in ``commit``'s tree."""
+    out = repo.git("ls-tree", "-r", "-z", "--full-tree", *(["--long"] if sizes else []), commit)
+    result: dict[str, tuple[str, str, int]] = {}
     for rec in out.split(b"\0"):
         meta, _, raw = rec.partition(b"\t")
-        parts = meta.split(b" ")
-        if len(parts) != 3 or parts[1] != b"blob":
+        parts = meta.split()
+        if len(parts) != (4 if sizes else 3) or parts[1] != b"blob":
             continue
         path = raw.decode("ascii", "replace")
         oid = path.replace("/", "")
         if len(oid) == 40 and all(c in "0123456789abcdef" for c in oid):
-            result[oid] = (path, parts[2].decode())
+            result[oid] = (path, parts[2].decode(), int(parts[3]) if sizes else -1)
     return result
 
 
-def _paths_to_merge(repo: Repo, remote: str, tip: str) -> dict[str, str]:
-    """The notes of ``tip`` that may hold lines we have not merged yet.
+def _notes_to_merge(repo: Repo, remote: str, tip: str) -> dict[str, tuple[str, str, int]]:
+    """The notes of ``tip`` that may hold lines we have not merged yet, with their sizes.
 
     After a merge we remember (remote tip, local tip). If our notes still descend from that
     local tip, only the notes that changed between the two remote tips need reading;
     otherwise (first pull, or the local notes were replaced) every note is read.
     """
-    index = note_index(repo, tip)
-    paths = {o: p for o, (p, _) in index.items()}
     marker = _read_marker(repo, remote)
     local = repo.rev_parse(CHECKS_REF)
-    if marker is None or local is None:
-        return paths
-    old_remote, old_local = marker
-    if (old_remote, old_local) == (tip, local):
+    if marker is not None and marker == (tip, local):
         return {}
+    index = _note_listing(repo, tip, sizes=True)
+    if marker is None or local is None:
+        return index
+    old_remote, old_local = marker
     if not _is_ancestor(repo, old_local, local) or repo.rev_parse(f"{old_remote}^{{commit}}") is None:
-        return paths
+        return index
     before = note_index(repo, old_remote)
-    return {o: p for o, (p, blob) in index.items() if before.get(o, ("", ""))[1] != blob}
+    return {o: entry for o, entry in index.items() if before.get(o, ("", ""))[1] != entry[1]}
 
 
 def _is_ancestor(repo: Repo, old: str, new: str) -> bool:

@@ -32,6 +32,7 @@ class Accepted:
 
     tagged: bytes
     untagged: bytes
+    time: str  # when it was recorded: the newest lines are kept when a tree has too many
 
 
 def valid_remote_name(name: str) -> bool:
@@ -47,7 +48,7 @@ def accept_line(line: bytes, remote: str) -> Accepted | None:
     if rec is None or not _fields_ok(rec):
         return None
     return Accepted(rec.copy(remote=remote).to_line().encode("utf-8"),
-                    rec.copy(remote=None).to_line().encode("utf-8"))
+                    rec.copy(remote=None).to_line().encode("utf-8"), rec.time)
 
 
 def _fields_ok(rec: Record) -> bool:
