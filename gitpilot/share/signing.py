@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 from gitpilot.checks.records import Record
@@ -93,6 +92,8 @@ def sign_payloads(settings: Settings, payloads: list[bytes]) -> list[str]:
     """One signature (base64 body) per payload, from one ``ssh-keygen -Y sign`` run."""
     if not payloads:
         return []
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="git-pilot-sign-") as tmpname:
         tmp = Path(tmpname)
         files = []
@@ -230,6 +231,8 @@ class Verifier:
         program, signers = self.settings.program, str(self.signers)
         when = ["-O", f"verify-time={_verify_time(rec.time)}"]
         payload = rec.signed_payload()
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="git-pilot-verify-") as tmp:
             sig = Path(tmp) / "record.sig"
             sig.write_text(armor(rec.sig), "ascii")

@@ -63,19 +63,41 @@ def read_settings(repo: Repo) -> Settings:
 
 
 class Trust:
-    """The policy ``judge`` asks: does this record count here, and if not, why not."""
+    """The policy ``judge`` asks: does this record count here, and if not, why not.
 
-    def __init__(self, repo: Repo, settings: Settings, committed: list[str] | None) -> None:
+    The clone's settings are read on first use: a check whose records were all made here
+    (the usual cache hit) pays no ``git config`` call.
+    """
+
+    def __init__(self, repo: Repo, settings: Settings | None, committed: list[str] | None) -> None:
         self.repo = repo
-        self.settings = settings
-        clone = frozenset(settings.trust)
+        self._settings = settings
         self.committed = None if committed is None else frozenset(committed)
-        allowed = clone if self.committed is None else clone & self.committed
-        # What the committed file took away from this clone's trust (named by --explain).
-        self.narrowed = clone - allowed
-        self.signed = SIGNED in allowed
-        self.remotes = frozenset(v for v in allowed if v != SIGNED)
         self._verifier: Verifier | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = read_settings(self.repo)
+        return self._settings
+
+    @property
+    def _allowed(self) -> frozenset[str]:
+        clone = frozenset(self.settings.trust)
+        return clone if self.committed is None else clone & self.committed
+
+    @property
+    def narrowed(self) -> frozenset[str]:
+        """What the committed file took away from this clone's trust (named by --explain)."""
+        return frozenset(self.settings.trust) - self._allowed
+
+    @property
+    def signed(self) -> bool:
+        return SIGNED in self._allowed
+
+    @property
+    def remotes(self) -> frozenset[str]:
+        return frozenset(v for v in self._allowed if v != SIGNED)
 
     def refusal(self, record: Record, tree: str) -> tuple[str, str] | None:
         remote = record.remote
@@ -112,4 +134,4 @@ class Trust:
 
 def load_trust(repo: Repo, cfg: Config, settings: Settings | None = None) -> Trust:
     committed = list(cfg.get("share.trust")) if cfg.is_set("share.trust") else None
-    return Trust(repo, settings if settings is not None else read_settings(repo), committed)
+    return Trust(repo, settings, committed)
