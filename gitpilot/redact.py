@@ -47,6 +47,7 @@ __all__ = [
     "redact_file_lines",
     "redact_lines",
     "redact_stream",
+    "secret_kinds",
 ]
 
 
@@ -226,6 +227,14 @@ def contains_secret(text: str | bytes) -> bool:
     if "PRIVATE KEY" in s and _pem_spans(s):
         return True
     return any(_format_spans(s))
+
+
+def secret_kinds(text: str | bytes) -> list[str]:
+    """The kinds (never the values) of the secrets `contains_secret` counts in `text`, sorted:
+    what a withheld section can be named with."""
+    s = _as_str(text)
+    spans = (_pem_spans(s) if "PRIVATE KEY" in s else []) + _format_spans(s)
+    return sorted({kind for _, _, kind in spans})
 
 
 @overload
@@ -458,7 +467,7 @@ def _assignment_span(m: re.Match[str], s: str) -> _Span | None:
 def _spaced_span(m: re.Match[str]) -> _Span | None:
     """A value after a secret-named flag or argument and spaces. After a flag (`--password`) any
     literal counts but a metavar; after a bare argument only one written as a variable
-    (`aws_session_token`, not the word `token` in a sentence), with a value that looks random."""
+    (`aws_session_token`, not the word `token` in a sentence), with a value quoted or random-looking."""
     key = m.group("spaced__k")
     flag = key.startswith("-")
     if not flag and not _VARIABLE_KEY.fullmatch(key):
@@ -473,7 +482,7 @@ def _spaced_span(m: re.Match[str]) -> _Span | None:
             return None
         if flag and _METAVAR.fullmatch(value):
             return None
-        if not flag and not _SECRETISH.fullmatch(value):
+        if not flag and group == "spaced__v" and not _SECRETISH.fullmatch(value):
             return None
         start, end = m.span(group)
         return (start, end, _assignment_kind(key))

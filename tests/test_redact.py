@@ -99,6 +99,7 @@ GENERIC = [
      "aws configure set aws_session_token [REDACTED:token]"),
     ("git config --global pilot.token s3cr3tT0ken99", "git config --global pilot.token [REDACTED:token]"),
     ("heroku config:set SECRET_KEY abc123xyz789", "heroku config:set SECRET_KEY [REDACTED:secret-key]"),
+    ("set DB_PASSWORD 'pw 1'", "set DB_PASSWORD '[REDACTED:password]'"),
     # `KEY: value` inside a line of other variables
     ("Environment: DB_HOST: db DB_PASSWORD: hunter2 DB_NAME: app",
      "Environment: DB_HOST: db DB_PASSWORD: [REDACTED:password] DB_NAME: app"),
