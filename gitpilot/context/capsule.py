@@ -41,6 +41,7 @@ from gitpilot.context.mandatory import (
     matching_nested,
     repeats_shown,
     whole_file,
+    withhold,
 )
 from gitpilot.context.markdown import range_text, sha256_text, split_lines
 from gitpilot.repo import Repo
@@ -174,6 +175,13 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
         )
         for p in sel.picks
     ]
+    # Every candidate section withheld for a credential format is named, chosen or not: the
+    # agent must know it exists and why it is not here (the ranking never sees its text).
+    for d in docs:
+        for sec in d.smap.sections:
+            if sec.withheld:
+                withhold(d.path, d.smap, d.lines, sec, withheld)
+    withheld.sort(key=lambda w: (w.path, w.start))
     ignored = S.ignored_context_files(root, opts)
     for name in ignored:
         if not any(n == name for n, _ in skipped):
@@ -523,7 +531,7 @@ def _left_out_section(
         parts.append("No other section matched the task.\n\n")
     if withheld:
         parts.append("Withheld (a known credential format is in the text; never copied anywhere):\n\n")
-        parts += [f"- `{w.path}` § {w.heading} · lines {w.start}-{w.end}\n" for w in withheld]
+        parts += [f"- `{w.path}` § {w.heading} · lines {w.start}-{w.end} · {w.why}\n" for w in withheld]
         parts.append("\n")
     if skipped:
         parts.append("Skipped files:\n\n")
@@ -634,7 +642,8 @@ def _manifest(
         ],
         "left_out_total": sel.left_out_total,
         "withheld": [
-            {"path": w.path, "heading": w.heading, "start": w.start, "end": w.end} for w in withheld
+            {"path": w.path, "heading": w.heading, "start": w.start, "end": w.end, "why": w.why}
+            for w in withheld
         ],
         "skipped": [{"path": p, "why": why} for p, why in sorted(set(skipped))],
         "parsed_files": files.parsed,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.context import sources as S
-from gitpilot.context.markdown import SectionMap, range_text, sha256_text, slug
+from gitpilot.context.markdown import Section, SectionMap, range_text, sha256_text, slug
 
 AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
 AREA_HEADINGS = 6  # an excerpt with more headings than this says little of one area
@@ -64,6 +64,18 @@ def is_candidate(src: S.Source) -> bool:
     return bool(roles & {"context", "rule", "nested", "always"})
 
 
+def withhold(path: str, smap: SectionMap, lines: Sequence[str], sec: Section, withheld: list[Piece]) -> None:
+    """Name a section withheld for a credential format (once): path, heading, lines, and which
+    formats (never the text)."""
+    from gitpilot.redact import secret_kinds
+
+    if any(w.path == path and w.start == sec.start for w in withheld):
+        return
+    heading = " › ".join(smap.heading_path(sec.pos)) or "(preamble)"
+    kinds = secret_kinds(range_text(lines, sec.start, sec.body_end)) or ["credential"]
+    withheld.append(Piece(path, sec.start, sec.body_end, heading, "holds a " + ", ".join(kinds), ""))
+
+
 def _pieces(
     path: str,
     smap: SectionMap,
@@ -81,9 +93,7 @@ def _pieces(
         blocked.update(range(a, b + 1))
     for sec in smap.sections:
         if sec.withheld and start <= sec.start <= end and sec.start not in blocked:
-            heading = " › ".join(smap.heading_path(sec.pos)) or "(preamble)"
-            if not any(w.path == path and w.start == sec.start for w in withheld):
-                withheld.append(Piece(path, sec.start, sec.body_end, heading, "holds a credential", ""))
+            withhold(path, smap, lines, sec, withheld)
             blocked.update(range(sec.start, sec.body_end + 1))
     out: list[Piece] = []
     run: list[int] = []

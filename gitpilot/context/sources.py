@@ -68,17 +68,44 @@ class Entry:
 
 @dataclass
 class Inventory:
-    """The index (``git ls-files -s``) and which entries differ from the working tree."""
+    """The index (``git ls-files -s``) and which entries differ from the working tree.
+
+    Which entries differ is asked of git (``git diff-files``) only for the paths a caller
+    names (``check_dirty``): git re-reads a file whose stat data it cannot trust (every file
+    of a fresh clone), and it must never be made to open a credential file for us.
+    """
 
     root: Path
     entries: dict[str, Entry]
-    dirty: frozenset[str]
+    conflicted: frozenset[str]
+    _dirty: set[str] = field(default_factory=set)
+    _checked: set[str] = field(default_factory=set)
     _hashed: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def dirty(self) -> frozenset[str]:
+        """The checked paths that differ from the index (and every conflicted one)."""
+        return frozenset(self._dirty | self.conflicted)
+
+    def check_dirty(self, paths: Iterable[str]) -> None:
+        """Ask git which of ``paths`` (tracked ones not asked before) differ from the index."""
+        todo = sorted({p for p in paths if p in self.entries and p not in self._checked})
+        if not todo:
+            return
+        self._checked.update(todo)
+        for i in range(0, len(todo), 2000):
+            diff = run_git(["--literal-pathspecs", "diff-files", "--name-only", "-z", "--", *todo[i:i + 2000]],
+                           self.root).stdout
+            self._dirty.update(p.decode("utf-8", "surrogateescape") for p in diff.split(b"\0") if p)
+
+    def is_dirty(self, path: str) -> bool:
+        self.check_dirty((path,))
+        return path in self._dirty or path in self.conflicted
 
     def blob(self, path: str) -> str | None:
         """The blob id of the working-tree content (None when the file is gone)."""
         ent = self.entries.get(path)
-        if ent is not None and path not in self.dirty:
+        if ent is not None and not self.is_dirty(path):
             return ent.blob
         if path not in self._hashed:
             self._hashed[path] = hash_file(self.root, path)
@@ -86,7 +113,7 @@ class Inventory:
 
     def status(self, path: str) -> str:
         if path in self.entries:
-            return "modified" if path in self.dirty else "clean"
+            return "modified" if self.is_dirty(path) else "clean"
         return "untracked"
 
 
@@ -169,7 +196,7 @@ def hash_file(root: Path, path: str) -> str | None:
 
 
 def inventory(root: Path) -> Inventory:
-    """Index entries and the dirty set, from two cheap git calls; no file is read."""
+    """Index entries, from one cheap git call; no file is read (``check_dirty`` asks the rest)."""
     out = run_git(["ls-files", "-s", "-z"], root).stdout
     entries: dict[str, Entry] = {}
     conflicted: set[str] = set()
@@ -186,9 +213,7 @@ def inventory(root: Path) -> Inventory:
             conflicted.add(path)
         if mode != b"160000":
             entries[path] = Entry(path, mode.decode(), oid.decode())
-    diff = run_git(["diff-files", "--name-only", "-z"], root).stdout
-    dirty = {p.decode("utf-8", "surrogateescape") for p in diff.split(b"\0") if p} | conflicted
-    return Inventory(root, entries, frozenset(dirty))
+    return Inventory(root, entries, frozenset(conflicted))
 
 
 # --- path rules -------------------------------------------------------------------------------
@@ -290,6 +315,15 @@ def inside(root: Path, path: str) -> bool:
     return real == real_root or real.startswith(real_root + os.sep)
 
 
+def real_path(root: Path, path: str) -> str | None:
+    """``path`` with every symlink on the way resolved, repository-relative (None: outside)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(real_root, path))
+    if not real.startswith(real_root + os.sep):
+        return None
+    return os.path.relpath(real, real_root).replace(os.sep, "/")
+
+
 def normalize(base_dir: str, target: str) -> str | None:
     """A repository-relative path for ``target`` seen from ``base_dir``; None when it leaves the repo."""
     if target.startswith(("/", "~")):
@@ -348,6 +382,8 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
 
 def settle(root: Path, inv: Inventory, sources: dict[str, Source], cred: object) -> None:
     """Status and blob id of each source: credential and outside files untouched, ignored ones unread."""
+    assert callable(cred)
+    inv.check_dirty(p for p in sources if not cred(p) and not cred(real_path(root, p) or p))
     for src in sources.values():
         _set_status(root, inv, src, cred)
     resolve_ignored(root, sources)
@@ -361,14 +397,19 @@ def settle(root: Path, inv: Inventory, sources: dict[str, Source], cred: object)
 def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
     assert callable(cred)
     path = src.path
+    if cred(path):  # before anything asks git about it (git may open a file it is asked about)
+        src.status = "credential"
+        return
     ent = inv.entries.get(path)
     # A clean regular index entry lies inside the working tree (git never tracks files behind a
     # symlinked directory); anything else is resolved on disk.
-    trusted = ent is not None and path not in inv.dirty and ent.mode in ("100644", "100755")
+    trusted = ent is not None and ent.mode in ("100644", "100755") and not inv.is_dirty(path)
     if not trusted and (normalize("", path) != path or not inside(root, path)):
         src.status = "outside"
-    elif cred(path):
+    elif not trusted and cred(real := real_path(root, path) or path):
+        # The name rule holds for what a link leads to: `docs/env.md -> ../.env` is `.env`.
         src.status = "credential"
+        src.note = f"a symlink to {real}"
     elif path in inv.entries:
         src.status = inv.status(path)
         src.blob = inv.blob(path) or ""

@@ -23,35 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 # -- languages -------------------------------------------------------------------------------
-LANG_BY_EXT: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "js",
-    ".jsx": "js",
-    ".mjs": "js",
-    ".cjs": "js",
-    ".ts": "js",
-    ".tsx": "js",
-    ".mts": "js",
-    ".cts": "js",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".c++": "cpp",
-    ".hh": "cpp",
-    ".hpp": "cpp",
-    ".hxx": "cpp",
-    ".h++": "cpp",
-    ".ipp": "cpp",
-    ".rb": "ruby",
-    ".rake": "ruby",
-}
-HEADER_EXTS = frozenset({".h", ".hh", ".hpp", ".hxx", ".h++"})
+from gitpilot.optimizer.languages import HEADER_EXTS, LANG_BY_EXT  # (kept importable from here)
 
 
 def language_of(path: str) -> str | None:

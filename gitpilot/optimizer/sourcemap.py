@@ -602,7 +602,7 @@ class Probe:
 
 
 def probe(cwd: Path) -> Probe:
-    """One round of git: ``status`` (tracked files only), ``rev-parse`` and ``notes show`` at once."""
+    """One round of git: ``status`` (tracked source files only), ``rev-parse`` and ``notes show`` at once."""
     from gitpilot.gitrun import clean_env
 
     env = clean_env()
@@ -612,8 +612,15 @@ def probe(cwd: Path) -> Probe:
             ["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
 
+    # Only the files a map is made of (and .gitattributes, which can exclude them): git re-reads
+    # a file whose stat data it cannot trust, and must never open a credential file for us. No
+    # index write either (--no-optional-locks): writing it re-reads every racily clean file.
+    from gitpilot.optimizer.languages import LANG_BY_EXT
+
+    specs = [f":(top,glob,icase)**/*{ext}" for ext in sorted(LANG_BY_EXT)] + [":(top,glob)**/.gitattributes"]
     procs = [
-        start("status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules=all"),
+        start("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules=all",
+              "--", *specs),
         start("rev-parse", "--show-toplevel", "HEAD^{tree}"),
         start("notes", f"--ref={NOTES_REF}", "show", "HEAD^{tree}"),
     ]
