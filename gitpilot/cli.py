@@ -80,12 +80,12 @@ def _make_group() -> Any:
 
 def _fast_path(argv: list[str]) -> int | None:
     """Commands that run on every agent step or git operation, without importing click."""
-    if argv[:2] == ["hook", "claude"]:
+    if argv[:2] in (["hook", "claude"], ["hook", "codex"]):
         try:
-            from gitpilot.hookfast import claude_hook
+            from gitpilot.hookfast import agent_hook
         except ImportError:
             return None
-        return int(claude_hook(sys.stdin.buffer.read(), argv[2:]))
+        return int(agent_hook(argv[1], sys.stdin.buffer.read()))
     if argv[:1] == ["capsule"]:
         from gitpilot.context.runner import fast
 

@@ -1,6 +1,8 @@
-"""The hot path of ``git pilot hook claude``: Claude Code runs it on every hooked tool call.
+"""The hot path of ``git pilot hook claude|codex``: the agent runs it on every hooked tool call.
 
-``gitpilot.cli.main`` routes ``hook claude`` here before click is imported. This module and
+``gitpilot.cli.main`` routes ``hook claude`` and ``hook codex`` here before click is imported.
+Claude Code's payloads are read by ``events.claude_hook_event``, Codex's by
+``codex_events.codex_hook_event``; both print the same hook output JSON, which both agents read. This module and
 what it imports use the standard library only (no click, pygit2, tomlkit, regex): the
 hook's median must stay within 3x a bare ``python3 -c pass``.
 
@@ -144,9 +146,14 @@ def read_history(common: str) -> list[int]:
 # the handler
 # ---------------------------------------------------------------------------------------
 
-def handle(payload: dict[str, Any], cwd: str | None = None) -> dict[str, Any] | None:
-    """Process one Claude Code hook payload; the hook output JSON, or ``None`` for silence."""
-    event = claude_hook_event(payload)
+def handle(payload: dict[str, Any], cwd: str | None = None, agent: str = "claude") -> dict[str, Any] | None:
+    """Process one hook payload of ``agent``; the hook output JSON, or ``None`` for silence."""
+    if agent == "codex":
+        from gitpilot.optimizer.codex_events import codex_hook_event
+
+        event = codex_hook_event(payload)
+    else:
+        event = claude_hook_event(payload)
     if event is None or not event.session:
         return None
     found = find_repo(event.cwd or cwd or os.getcwd())
@@ -332,7 +339,7 @@ def _prune_stale(common: str) -> None:
                 pass
 
 
-def _log_error(payload_cwd: str) -> None:
+def _log_error(payload_cwd: str, agent: str = "claude") -> None:
     import traceback
 
     found = find_repo(payload_cwd) if payload_cwd else None
@@ -340,7 +347,7 @@ def _log_error(payload_cwd: str) -> None:
         os.environ.get("TMPDIR", "/tmp"), "git-pilot-logs")
     try:
         os.makedirs(base, exist_ok=True)
-        with open(os.path.join(base, "hook-claude.log"), "a", encoding="utf-8") as fh:
+        with open(os.path.join(base, f"hook-{agent}.log"), "a", encoding="utf-8") as fh:
             fh.write(f"--- {_now()}\n{traceback.format_exc()}\n")
     except OSError:
         pass
@@ -348,15 +355,24 @@ def _log_error(payload_cwd: str) -> None:
 
 def claude_hook(stdin_bytes: bytes, argv: list[str]) -> int:
     """``git pilot hook claude``: read the event on stdin, print hook output JSON, exit 0."""
+    return agent_hook("claude", stdin_bytes)
+
+
+def codex_hook(stdin_bytes: bytes, argv: list[str]) -> int:
+    """``git pilot hook codex``: read the event on stdin, print hook output JSON, exit 0."""
+    return agent_hook("codex", stdin_bytes)
+
+
+def agent_hook(agent: str, stdin_bytes: bytes) -> int:
     cwd = ""
     try:
         payload = json.loads(stdin_bytes.decode("utf-8", "replace") or "null")
         if not isinstance(payload, dict):
             return 0
         cwd = str(payload.get("cwd") or "")
-        out = handle(payload)
+        out = handle(payload, agent=agent)
     except Exception:  # a hook must never break the agent's turn
-        _log_error(cwd or os.getcwd())
+        _log_error(cwd or os.getcwd(), agent)
         return 0
     if out:
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")

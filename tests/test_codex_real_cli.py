@@ -33,13 +33,7 @@ PLAN = "1. Change SPEED in widgets/speed.py to 12000.\n2. Run the checks with `g
 @pytest.fixture
 def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MockOpenAI]:
     with MockOpenAI(reply=PLAN) as mock:
-        home = tmp_path / "codex-home"
-        home.mkdir()
-        (home / "config.toml").write_text(mock.config_toml())
-        monkeypatch.setenv("CODEX_HOME", str(home))
-        for name, value in mock.env().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        mock.use_for_codex(tmp_path / "codex-home", monkeypatch)
         yield mock
     assert mock.foreign == [], f"codex tried to reach hosts other than the loopback mock: {mock.foreign}"
 

@@ -1,8 +1,8 @@
 """``git pilot hook <event> [ARGS]...``: what installed git hooks (and agent hooks) call.
 
-The git events go to ``gitpilot.hooks.run``; ``hook claude`` belongs to the agent hooks and
-is normally answered by ``cli._fast_path`` before click loads; this command forwards it there
-when it gets here.
+The git events go to ``gitpilot.hooks.run``; ``hook claude`` and ``hook codex`` belong to the
+agent hooks and are normally answered by ``cli._fast_path`` before click loads; this command
+forwards them there when they get here.
 """
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ import click
 @click.argument("event")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def command(event: str, args: tuple[str, ...]) -> int:
-    """Handle one hook EVENT (post-checkout, post-commit, post-merge, post-rewrite, pre-push, claude)."""
-    if event == "claude":
+    """Handle one hook EVENT (post-checkout, post-commit, post-merge, post-rewrite, pre-push, claude,
+    codex)."""
+    if event in ("claude", "codex"):
         try:
-            from gitpilot.hookfast import claude_hook
+            from gitpilot.hookfast import agent_hook
         except ImportError as exc:
             from gitpilot.errors import PilotError
 
-            raise PilotError("the claude hook handler is not part of this git pilot") from exc
-        return int(claude_hook(sys.stdin.buffer.read(), list(args)))
+            raise PilotError(f"the {event} hook handler is not part of this git pilot") from exc
+        return int(agent_hook(event, sys.stdin.buffer.read()))
     from gitpilot.hooks.run import EVENTS, main
 
     if event not in EVENTS:
-        raise click.UsageError(f"unknown hook event {event!r} (one of: {', '.join(EVENTS)}, claude)")
+        raise click.UsageError(f"unknown hook event {event!r} (one of: {', '.join(EVENTS)}, claude, codex)")
     return main([event, *args])

@@ -1,6 +1,7 @@
 """``git pilot optimize``: agent hooks, learned command alternatives (and capability pruning).
 
-``enable|disable claude`` edits ``.claude/settings.local.json``; ``learned [--json]`` lists
+``enable|disable claude`` edits ``.claude/settings.local.json``, ``enable|disable codex`` the
+project's ``.codex/hooks.json``; ``learned [--json]`` lists
 what the learner knows with its evidence; ``forget NAME`` drops one fact.
 
 Subcommands defined in other modules are listed in ``EXTRA_COMMANDS`` (one line each,
@@ -59,7 +60,7 @@ def command() -> None:
     pass
 
 
-AGENTS = click.Choice(["claude"])
+AGENTS = click.Choice(["claude", "codex"])
 
 
 def _repo() -> Any:
@@ -74,15 +75,16 @@ def _repo() -> Any:
 @command.command("enable")
 @click.argument("agent", type=AGENTS)
 def enable_command(agent: str) -> int:
-    """Add git pilot's hooks to the agent's local settings."""
-    return run_enable()
+    """Add git pilot's hooks to the agent's hook settings (Claude: .claude/settings.local.json,
+    Codex: .codex/hooks.json)."""
+    return run_enable(agent)
 
 
 @command.command("disable")
 @click.argument("agent", type=AGENTS)
 def disable_command(agent: str) -> int:
     """Remove exactly the hooks that enable added."""
-    return run_disable()
+    return run_disable(agent)
 
 
 @command.command("learned")
@@ -110,31 +112,41 @@ def _settings(root: Path) -> tuple[bool, bool]:
     return bool(cfg.get("optimizer.loop_detection")), bool(cfg.get("optimizer.learn"))
 
 
-def run_enable() -> int:
-    from gitpilot.optimizer import claude_hooks
+def _target(agent: str) -> Any:
+    from gitpilot.optimizer import claude_hooks, codex_hooks
+
+    return codex_hooks if agent == "codex" else claude_hooks
+
+
+def run_enable(agent: str = "claude") -> int:
+    from gitpilot.optimizer import agent_hooks
     from gitpilot.output import out
 
+    module = _target(agent)
     repo = _repo()
     loop_detection, learn = _settings(repo.root)  # before the edit: a broken config changes nothing
-    added = claude_hooks.enable(repo.root, repo.common_dir)
-    rel = claude_hooks.SETTINGS.as_posix()
+    added = agent_hooks.enable(module.TARGET, repo.root, repo.common_dir)
+    rel = module.SETTINGS.as_posix()
     if added:
         out(f"added git pilot hooks to {rel}: {', '.join(added)}")
     else:
         out(f"git pilot hooks are already in {rel}")
+    if getattr(module, "TRUST_NOTE", ""):
+        out(module.TRUST_NOTE)
     out(f"failure-loop detection: {'on' if loop_detection else 'off'} "
         f"([optimizer] loop_detection in .gitpilot.toml)")
     out(f"learned command alternatives: {'on' if learn else 'off'} ([optimizer] learn)")
     return 0
 
 
-def run_disable() -> int:
-    from gitpilot.optimizer import claude_hooks
+def run_disable(agent: str = "claude") -> int:
+    from gitpilot.optimizer import agent_hooks
     from gitpilot.output import out
 
+    module = _target(agent)
     repo = _repo()
-    removed = claude_hooks.disable(repo.root, repo.common_dir)
-    rel = claude_hooks.SETTINGS.as_posix()
+    removed = agent_hooks.disable(module.TARGET, repo.root, repo.common_dir)
+    rel = module.SETTINGS.as_posix()
     if removed:
         out(f"removed git pilot hooks from {rel}: {', '.join(removed)}")
     else:

@@ -72,11 +72,24 @@ def hook_command(agent: str) -> str:
 
 
 def _importable_without(path: str) -> bool:
-    """Whether gitpilot imports from a neutral directory without PYTHONPATH (i.e. it is installed)."""
+    """Whether this very gitpilot (the package under ``path``) is what the interpreter imports from
+    a neutral directory without PYTHONPATH: the installed copy of this code. Another installed
+    copy (an older release in site-packages) would run instead, without the handlers this one
+    writes into the agent's settings, so then the hook command gets PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", "import gitpilot"], cwd="/", env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc.returncode == 0
+    proc = subprocess.run([sys.executable, "-c", "import gitpilot; print(gitpilot.__file__)"], cwd="/",
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        return False
+    installed = Path(proc.stdout.decode("utf-8", "replace").strip()).resolve().parent
+    ours = Path(path).resolve() / "gitpilot"
+    return installed == ours or _sources(installed) == _sources(ours)
+
+
+def _sources(package: Path) -> list[tuple[str, bytes]]:
+    """The package's Python sources (relative path, bytes), to tell a copy of this code from another."""
+    return sorted((p.relative_to(package).as_posix(), p.read_bytes()) for p in package.rglob("*.py"))
+
 
 def settings_path(target: Target, root: Path) -> Path:
     return root / target.settings

@@ -25,14 +25,3 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
 )
 TARGET = agent_hooks.Target("claude", SETTINGS, "claude-hooks.json", EVENTS, "Claude Code")
 
-
-def enable(root: Path, common: Path, command: str | None = None) -> list[str]:
-    return agent_hooks.enable(TARGET, root, common, command)
-
-
-def disable(root: Path, common: Path) -> list[str]:
-    return agent_hooks.disable(TARGET, root, common)
-
-
-def enabled_events(root: Path) -> list[str]:
-    return agent_hooks.enabled_events(TARGET, root)

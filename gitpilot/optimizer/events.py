@@ -476,17 +476,29 @@ def _claude_background(tool_input: object, resp: object) -> bool:
     return isinstance(resp, dict) and bool(resp.get("backgroundTaskId") or resp.get("interrupted"))
 
 
+def lifecycle_event(agent: str, payload: dict[str, object], turn_key: str) -> Event | None:
+    """A session start, prompt or stop in a Claude-shaped hook payload (Claude Code and Codex send
+    the same names; ``turn_key`` is the field naming the turn: ``prompt_id``, ``turn_id``)."""
+    name = payload.get("hook_event_name")
+    session = str(payload.get("session_id") or "")
+    cwd = str(payload.get("cwd") or "")
+    if name == "SessionStart":
+        return Event(agent, SESSION_START, session, cwd=cwd, event_id=str(payload.get("source") or ""))
+    if name == "UserPromptSubmit":
+        return Event(agent, PROMPT, session, cwd=cwd, event_id=str(payload.get(turn_key) or ""))
+    if name in ("Stop", "StopFailure"):
+        return Event(agent, STOP, session, cwd=cwd, event_id=str(payload.get(turn_key) or ""))
+    return None
+
+
 def claude_hook_event(payload: dict[str, object]) -> Event | None:
     """The evidence in one Claude Code hook payload (``None`` for events we do not follow)."""
     name = payload.get("hook_event_name")
     session = str(payload.get("session_id") or "")
     cwd = str(payload.get("cwd") or "")
-    if name == "SessionStart":
-        return Event("claude", SESSION_START, session, cwd=cwd, event_id=str(payload.get("source") or ""))
-    if name == "UserPromptSubmit":
-        return Event("claude", PROMPT, session, cwd=cwd, event_id=str(payload.get("prompt_id") or ""))
-    if name in ("Stop", "StopFailure"):
-        return Event("claude", STOP, session, cwd=cwd, event_id=str(payload.get("prompt_id") or ""))
+    started = lifecycle_event("claude", payload, "prompt_id")
+    if started is not None:
+        return started
     if name == "SessionEnd":
         return Event("claude", SESSION_END, session, cwd=cwd)
     if name not in ("PostToolUse", "PostToolUseFailure"):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from fake_agents.loopback import LoopbackHandler
@@ -251,6 +252,16 @@ class MockOpenAI:
             "[analytics]\n"
             "enabled = false\n"
         )
+
+    def use_for_codex(self, home: Path, monkeypatch: Any, head: str = "") -> None:
+        """Point the real codex of a test at this mock: ``home`` as ``$CODEX_HOME`` with
+        ``config_toml()`` (after ``head``), the dummy key and the proxy in the environment."""
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text(head + self.config_toml())
+        monkeypatch.setenv("CODEX_HOME", str(home))
+        for name, value in self.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
     def env(self) -> dict[str, str]:
         """Environment for the CLI: the dummy key, and this mock as the proxy for any other host."""
