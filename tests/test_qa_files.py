@@ -101,7 +101,7 @@ def test_plain_mode_never_points_the_agent_outside_or_at_credentials(awkward: Pa
     res = run_pilot("run", "--dry-run", "set up the widgets", cwd=awkward)
     assert res.returncode == 0, res.stderr
     prompt = res.stdout
-    assert "read the rule for this repository (README.md)" in prompt
+    assert "1. Read the project rules in README.md." in prompt  # the v0.4.0 wording (issue 11 item 3)
     for name in (rel, str(outside), "elsewhere/notes.md", "outside.md", ".env", "dangling.md", "loop.md"):
         assert name not in prompt, name
 

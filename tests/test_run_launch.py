@@ -159,8 +159,8 @@ def test_leanloop_disabled_sends_the_plain_prompt_naming_every_context_file(
     assert "capsule" not in prompt
     for name in ("CLAUDE.md", ".gitpilot.toml", "docs/widgets.md", "docs/gadgets.md"):
         assert name in prompt
-    task_path = repo / ".git" / "pilot" / f"task-{tid_of(TASK)}.md"
-    assert str(task_path) in prompt and task_path.read_text() == TASK
+    # issue 11 item 3: the v0.4.0 launch prompt carries the task itself (it used to point at a copy)
+    assert prompt.endswith(f"Task:\n{TASK}\n")
 
 
 def test_a_failed_launch_is_recorded_with_the_cli_failure_as_a_blocker(

@@ -1,8 +1,14 @@
-"""What git pilot says to an agent session: the launch prompt, the plain v0.4.0-style prompt,
-the continuation and the delta message, and the session's allow-list.
+"""What git pilot says to an agent session: the launch prompt, the v0.4.0 launch prompt, the
+continuation and the delta message, and the session's allow-list.
 
 All short and deterministic: the substance is in files the agent reads (the capsule, the delta),
 so the prompt only points at them and states the repository's rule.
+
+The v0.4.0 launch prompt (``leanloop.enabled = false``) is ``V04_LAUNCH_PROMPT``: the text the
+project recorded as "the v0.4.0 launch prompt" when it was founded, which the capsule benchmark
+measures its baseline with (``bench/capsule.py``; a test keeps the two identical). The v0.4.0
+release's own source is not in this repository, its history, fixtures or docs: this is the
+project's record of it, not a copy checked against v0.4.0.
 """
 
 from __future__ import annotations
@@ -44,17 +50,26 @@ def launch_prompt(task_id: str, capsule_path: Path, capsule_bytes: int, planner_
     )
 
 
-def plain_prompt(task_path: Path, rule_files: Sequence[str], config_path: str | None,
-                 context_files: Sequence[str]) -> str:
-    """The v0.4.0 prompt (``leanloop.enabled = false``): read the rule, config, task, every context file."""
-    parts = ["Before you start, read the rule for this repository"]
-    parts.append(f" ({', '.join(rule_files)})" if rule_files else "")
-    parts.append(f", the configuration ({config_path})" if config_path else "")
-    parts.append(f", the task ({task_path})")
-    if context_files:
-        parts.append(" and every context file: " + ", ".join(context_files))
-    parts.append(".\nThen do the task. Run the checks with `git pilot check` before you finish.")
-    return "".join(parts)
+V04_LAUNCH_PROMPT = """You are working in the git repository at {root}.
+Before you change anything:
+1. Read the project rules in {rules}.
+2. Read the git pilot configuration in {config}.
+3. Read the task below.
+4. Read every context file listed here:
+{files}
+
+Task:
+{task}
+"""
+
+
+def v04_prompt(root: Path, rule_files: Sequence[str], config_path: str | None, context_files: Sequence[str],
+               task: str) -> str:
+    """The v0.4.0 launch prompt (``leanloop.enabled = false``): read the rules, the config, the
+    task and every context file; no capsule, no LeanLoop rule."""
+    return V04_LAUNCH_PROMPT.format(root=root, rules=", ".join(rule_files) or "(none)",
+                                    config=config_path or "(none)",
+                                    files="\n".join(f"- {p}" for p in context_files), task=task)
 
 
 def continuation(task_id: str, note: str = "") -> str:

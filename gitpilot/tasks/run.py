@@ -1,8 +1,7 @@
 """``run`` and ``resume``: start a task's agent session, or continue it with Delta Resume.
 
-A new task (no session yet) gets the Context Capsule and the short launch prompt (or, with
-``leanloop.enabled = false``, the plain v0.4.0 prompt). A task with a session is resumed
-through the CLI's own resume with exactly what the session lacks:
+A new task (no session yet) gets the Context Capsule and the short launch prompt. A task with
+a session is resumed through the CLI's own resume with exactly what the session lacks:
 
 | situation                              | the session receives                           |
 |----------------------------------------|------------------------------------------------|
@@ -12,7 +11,11 @@ through the CLI's own resume with exactly what the session lacks:
 | task text changed                      | a new session (the task id is the text's hash) |
 
 A session still working is never resumed (that would start a copy); one sitting idle in the
-background is stopped first. Where the installed CLI cannot resume, the message file and the
+background is stopped first.
+
+With ``leanloop.enabled = false`` it is v0.4.0: every session, the first and each continuation,
+is a new one started with the v0.4.0 launch prompt (``prompts.V04_LAUNCH_PROMPT``), without the
+LeanLoop allow-list entries, and a rate-limited session is not retried with a continuation. Where the installed CLI cannot resume, the message file and the
 command are returned for the user to run. Core code: returns a ``Report``, never prints.
 """
 
@@ -118,7 +121,7 @@ def run(repo: Repo, text: str, *, agent: str | None = None, dry_run: bool = Fals
     ctx = _context(repo, text, chosen, notify, note)
     changed_from = _task_file_change(repo, task_file, tid, dry_run)
     if cur is not None and cur.get("agent") == chosen and (cur.get("session_id") or cur.get("short_id")):
-        return _resume(ctx, record, dry_run)
+        return _resume(ctx, record, dry_run) if ctx.leanloop else _v04_continue(ctx, dry_run)
     report = _launch_new(ctx, dry_run, task_file)
     if changed_from:
         report.lines.insert(0, f"task text changed since task {changed_from[:12]}: a new session for task "
@@ -144,14 +147,26 @@ def resume(repo: Repo, ident: str, *, agent: str | None = None, dry_run: bool = 
     ctx = _context(repo, text, chosen, notify, note)
     if cur is None or cur.get("agent") != chosen:
         return _launch_new(ctx, dry_run, None)
-    return _resume(ctx, record, dry_run)
+    return _resume(ctx, record, dry_run) if ctx.leanloop else _v04_continue(ctx, dry_run)
+
+
+def _v04_continue(ctx: _Ctx, dry_run: bool) -> Report:
+    """v0.4.0's continuation (``leanloop.enabled = false``): a new session with the v0.4.0 launch
+    prompt, never a resume of the old one (and never beside one that still runs)."""
+    running = L.running_process(ctx.repo, ctx.tid)
+    if running is not None:
+        raise PilotError(f"task {ctx.tid[:12]}: its session is still running (pid {running['pid']}); "
+                         f"stop it first with git pilot stop {ctx.tid[:12]}")
+    report = _launch_new(ctx, dry_run, None)
+    report.lines.insert(0, "leanloop disabled: a new session with the v0.4.0 launch prompt (no resume)")
+    return report
 
 
 # -- a new session ---------------------------------------------------------------------------
 def _launch_new(ctx: _Ctx, dry_run: bool, task_file: Path | None) -> Report:
     prompt, kind, given, lines, _path = _opening(ctx)
     mode = _launch_mode(ctx)
-    inv = ctx.adapter.launch(prompt, mode, _assumed(ctx), P.ALLOWED_TOOLS, new_session_id=str(uuid.uuid4()))
+    inv = ctx.adapter.launch(prompt, mode, _assumed(ctx), _tools(ctx), new_session_id=str(uuid.uuid4()))
     report = Report(ctx.tid, "launched", kind, lines, inv.shell(), message_bytes=len(prompt.encode("utf-8")))
     if dry_run:
         report.action = "dry-run"
@@ -162,6 +177,11 @@ def _launch_new(ctx: _Ctx, dry_run: bool, task_file: Path | None) -> Report:
                                "run the command below once it is")
         return report
     return _start(ctx, inv, report, given, task_file=task_file, forked_from=None)
+
+
+def _tools(ctx: _Ctx) -> tuple[str, ...]:
+    """The session's allow-list: LeanLoop's entries, or none with ``leanloop.enabled = false``."""
+    return P.ALLOWED_TOOLS if ctx.leanloop else ()
 
 
 def _assumed(ctx: _Ctx) -> Features:
@@ -176,9 +196,12 @@ def _assumed(ctx: _Ctx) -> Features:
 def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Path]:
     """The first message of a session: (prompt, kind, session manifest, lines for the user, file)."""
     if not ctx.leanloop:
-        task_path, rule_files, config_path, context_files = _plain_sources(ctx)
-        prompt = P.plain_prompt(task_path, rule_files, config_path, context_files)
-        return prompt, "plain", None, [f"task: {task_path} (leanloop disabled: plain prompt)"], task_path
+        _keep_task_text(ctx)
+        rule_files, config_path, context_files = _plain_sources(ctx)
+        prompt = P.v04_prompt(ctx.repo.workdir, rule_files, config_path, context_files, ctx.text)
+        line = (f"leanloop disabled: the v0.4.0 launch prompt ({len(prompt.encode('utf-8'))} bytes, "
+                f"{len(rule_files)} rule file(s), {len(context_files)} context file(s))")
+        return prompt, "plain", None, [line], ctx.repo.workdir
     from gitpilot.context.capsule import build_capsule
 
     cap = build_capsule(ctx.repo, ctx.text)
@@ -195,14 +218,25 @@ def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Pat
     return prompt, "capsule", given, [line], cap.path
 
 
-def _plain_sources(ctx: _Ctx) -> tuple[Path, list[str], str | None, list[str]]:
+def _keep_task_text(ctx: _Ctx) -> None:
+    """The task text in the task record (the capsule keeps it there otherwise), so that
+    ``git pilot resume ID`` finds the task with LeanLoop off too."""
+    data = ctx.text.encode("utf-8")
+    store = TaskStore(ctx.repo)
+    if store.read_file(ctx.tid, "task.md") == data:
+        return
+
+    def apply(files: dict[str, bytes]) -> dict[str, bytes | None]:
+        return {**files, "task.md": data}
+
+    store.update(ctx.tid, apply, "pilot: task text")
+
+
+def _plain_sources(ctx: _Ctx) -> tuple[list[str], str | None, list[str]]:
+    """(rule files, config file, context files) the v0.4.0 prompt names, inside the worktree only."""
     from gitpilot.context.sources import matches
 
     root = ctx.repo.workdir
-    out_dir = ctx.repo.worktree_pilot_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    task_path = out_dir / f"task-{ctx.tid}.md"
-    task_path.write_text(ctx.text, "utf-8")
     instr = [str(x) for x in _setting(ctx.cfg, "leanloop.context.instruction_files",
                                       ["CLAUDE.md", "AGENTS.md"])]
     tracked = ctx.repo.ls_files()
@@ -210,7 +244,7 @@ def _plain_sources(ctx: _Ctx) -> tuple[Path, list[str], str | None, list[str]]:
     patterns = [str(x) for x in _setting(ctx.cfg, "leanloop.context.files", ["*.md", "*.mdx"])]
     context = [p for p in tracked if matches(p, patterns) and p not in rule_files and _inside(root, p)]
     config_path = str(ctx.cfg.path.relative_to(root)) if ctx.cfg.path else None
-    return task_path, rule_files, config_path, sorted(context)
+    return rule_files, config_path, sorted(context)
 
 
 def _inside(root: Path, rel: str) -> bool:
@@ -313,7 +347,7 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
     retry_mode: Mode | None = inv.mode if inv.mode in modes else ("print" if "print" in modes else None)
     said = ctx.adapter.failure_text(done.stdout, done.stderr)
     if _finish(ctx, sid, outcome.exit_code, outcome.failure, said, report,
-               can_retry=bool(sid) and retry_mode is not None):
+               can_retry=bool(sid) and retry_mode is not None and ctx.leanloop):
         assert sid is not None and retry_mode is not None
         ctx.retried = True
         try:
@@ -322,7 +356,7 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
             _interrupted(ctx)
             raise
         again = ctx.adapter.resume(sid, P.continuation(ctx.tid, "The rate limit has passed."), retry_mode,
-                                   ctx.features, P.ALLOWED_TOOLS)
+                                   ctx.features, _tools(ctx))
         if again is not None:
             report.command = again.shell()
             return _start(ctx, again, report, None, task_file=None, forked_from=sid, what="retry")
@@ -489,7 +523,7 @@ def _resume(ctx: _Ctx, record: dict[str, Any], dry_run: bool) -> Report:
     message, kind, given, msg_lines, msg_path = _resume_message(ctx, record)
     lines += msg_lines
     mode = _resume_mode(ctx, str(cur.get("mode") or ""))
-    tools = P.ALLOWED_TOOLS
+    tools = _tools(ctx)
     report = Report(ctx.tid, "resumed", kind, lines, session_id=sid,
                     message_bytes=len(message.encode("utf-8")))
     if mode is None or not ctx.features.installed:
@@ -574,7 +608,7 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
                                                                   Path | None]:
     """(message, kind, new session manifest, lines, file the message points at)."""
     given_before = record.get("given")
-    if not ctx.leanloop or not isinstance(given_before, dict):
+    if not isinstance(given_before, dict):
         prompt, kind, given, lines, path = _opening(ctx)
         if kind == "capsule":
             lines.append("no record of what the session read: sending the capsule")
