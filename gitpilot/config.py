@@ -113,6 +113,7 @@ CHECK_SCHEMA: dict[str, tuple[Any, Any]] = {
     "timeout_minutes": ("number", None),
     "env": ("list[str]", []),
     "reuse": (("same-platform", "any-platform"), "same-platform"),
+    "files": ("list[str]", []),
 }
 
 _TYPE_WORDS = {
@@ -128,19 +129,22 @@ _TYPE_WORDS = {
 class CheckSpec:
     """One configured check."""
 
-    __slots__ = ("name", "run", "timeout_minutes", "env", "reuse", "index")
+    __slots__ = ("name", "run", "timeout_minutes", "env", "reuse", "index", "files")
 
     def __init__(self, name: str, run: str, timeout_minutes: float | None = None, env: tuple[str, ...] = (),
-                 reuse: str = "same-platform", index: int = 0) -> None:
+                 reuse: str = "same-platform", index: int = 0, files: tuple[str, ...] = ()) -> None:
         self.name = name
         self.run = run
         self.timeout_minutes = timeout_minutes
         self.env = tuple(env)
         self.reuse = reuse
         self.index = index  # 1-based position in the config
+        # Globs (git's ``:(glob)`` pathspecs; a leading ``!`` excludes): when set, the check's
+        # results are keyed by the tree of the matching files only. Empty: the whole tree.
+        self.files = tuple(files)
 
     def _key(self) -> tuple[object, ...]:
-        return (self.name, self.run, self.timeout_minutes, self.env, self.reuse, self.index)
+        return (self.name, self.run, self.timeout_minutes, self.env, self.reuse, self.index, self.files)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CheckSpec) and self._key() == other._key()
@@ -534,9 +538,26 @@ def _checks(raw_checks: Any, path: Path, text: str, source: str, warnings: list[
                 env=tuple(fields.get("env", [])),
                 reuse=fields.get("reuse", "same-platform"),
                 index=i,
+                files=_check_files(path, text, i, fields.get("files", [])),
             )
         )
     return checks
+
+
+def _check_files(path: Path, text: str, i: int, globs: list[str]) -> tuple[str, ...]:
+    """A check's ``files`` globs, refused where git would read them as something else."""
+    for g in globs:
+        bare = g[1:] if g.startswith("!") else g
+        parts = bare.split("/")
+        if not bare or bare.startswith(("/", ":")) or ".." in parts:
+            raise PilotError(
+                f"{path}: {_line_of(text, 'files')}check {i}: files entry {g!r} must be a glob relative to the "
+                "repository root (no leading '/' or ':', no '..')"
+            )
+    if globs and all(g.startswith("!") for g in globs):
+        raise PilotError(f"{path}: {_line_of(text, 'files')}check {i}: files has only exclusions ('!...'); "
+                         "name the files the check reads")
+    return tuple(globs)
 
 
 # -- edits that keep comments and order (tomlkit) ------------------------------------------

@@ -12,7 +12,8 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from gitpilot.errors import PilotError
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # typing and pygit2 cost import time on hot paths
     import pygit2
 
 ZERO_OID = "0" * 40
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _DELTA_NAMES = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied",
                 "T": "typechange"}
 
@@ -228,30 +230,68 @@ class Repo:
 
         Built in a copy of the index, so the user's index (and its lock) is never touched.
         """
-        workdir = self.workdir
+        return self.worktree_tree_ids(())[0]
+
+    def worktree_tree_ids(self, scopes: Sequence[Sequence[str]],
+                          known: Callable[[str], Sequence[str | None]] | None = None) -> tuple[str, list[str]]:
+        """The worktree's tree id (as ``worktree_tree_id``) and, per scope (a list of globs, a
+        leading ``!`` excludes), the tree id of its matching files only.
+
+        ``known(tree)`` may give scoped ids already worked out for that tree (None where not):
+        a scoped id is a pure function of the tree and the globs, so a memo is never stale.
+        """
+        with self._private_index() as (tmp, env):
+            index = str(self.git_dir / "index")
+            add = run_git(["add", "-A", "--", "."], self.workdir, env=env, check=False)
+            if add.returncode != 0:
+                # git names our private copy; the user knows (and must repair) their own index.
+                why = first_line(add.stderr).replace(tmp, index)
+                raise PilotError(f"cannot read the working tree: {why}")
+            full = run_git(["write-tree"], self.workdir, env=env).stdout.decode().strip()
+            have = list(known(full)) if known is not None and scopes else [None] * len(scopes)
+            return full, [h or self._matching_tree(env, scope) for h, scope in zip(have, scopes, strict=True)]
+
+    def tree_ids_of(self, tree: str, scopes: Sequence[Sequence[str]]) -> list[str]:
+        """Per scope, the tree id of the files of ``tree`` that match it (as ``worktree_tree_ids``)."""
+        if not scopes:
+            return []
+        with self._private_index(start_empty=True) as (_tmp, env):
+            self.git("read-tree", tree, env=env)
+            return [self._matching_tree(env, scope) for scope in scopes]
+
+    def _matching_tree(self, env: dict[str, str], globs: Sequence[str]) -> str:
+        """The tree of the entries of the index in ``env`` that match ``globs``, written to the
+        object database (so ``git ls-tree`` shows what a scoped check was keyed by)."""
+        specs = [f":(exclude,glob){g[1:]}" if g.startswith("!") else f":(glob){g}" for g in globs]
+        entries = self.git("ls-files", "-s", "-z", "--", *specs, env=env)
+        if not entries:
+            return EMPTY_TREE
+        with self._private_index(start_empty=True) as (_tmp, sub):
+            self.git("update-index", "-z", "--index-info", input=entries, env=sub)
+            return self.git("write-tree", env=sub).decode().strip()
+
+    @contextmanager
+    def _private_index(self, start_empty: bool = False) -> Iterator[tuple[str, dict[str, str]]]:
+        """A private index file (and the env naming it), removed afterwards; a link to the
+        user's index unless ``start_empty``."""
         tmpdir = self.git_dir / "pilot" / "tmp"
         tmpdir.mkdir(parents=True, exist_ok=True)
         _drop_stale_indexes(tmpdir)
         # A private name per process: concurrent checks in one worktree never share it.
         tmp = str(tmpdir / f"index-{os.getpid()}-{time.monotonic_ns()}")
         try:
-            index = self.git_dir / "index"
-            # git replaces an index through "<file>.lock" and a rename, never in place, so a
-            # hard link starts us from the user's index (and its stat cache) without copying it,
-            # and the user's file is never written.
-            try:
-                os.link(index, tmp)
-            except FileNotFoundError:
-                pass  # no index yet: start empty
-            except OSError:
-                shutil.copy2(index, tmp)  # keep the mtime: git judges racy entries by it
-            env = {"GIT_INDEX_FILE": tmp}
-            add = run_git(["add", "-A", "--", "."], workdir, env=env, check=False)
-            if add.returncode != 0:
-                # git names our private copy; the user knows (and must repair) their own index.
-                why = first_line(add.stderr).replace(tmp, str(index))
-                raise PilotError(f"cannot read the working tree: {why}")
-            return run_git(["write-tree"], workdir, env=env).stdout.decode().strip()
+            if not start_empty:
+                index = self.git_dir / "index"
+                # git replaces an index through "<file>.lock" and a rename, never in place, so a
+                # hard link starts us from the user's index (and its stat cache) without copying
+                # it, and the user's file is never written.
+                try:
+                    os.link(index, tmp)
+                except FileNotFoundError:
+                    pass  # no index yet: start empty
+                except OSError:
+                    shutil.copy2(index, tmp)  # keep the mtime: git judges racy entries by it
+            yield tmp, {"GIT_INDEX_FILE": tmp}
         finally:
             for leftover in (tmp, tmp + ".lock"):
                 try:

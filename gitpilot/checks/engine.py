@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gitpilot import output
 from gitpilot.checks.records import CHECKS_REF, Record, judge, key_hash, new_record, parse_body, this_platform
+from gitpilot.checks.scope import Snapshot, describe, worktree_snapshot
 from gitpilot.config import CheckSpec, Config, load
 from gitpilot.errors import PilotError, RecordLost
 from gitpilot.repo import Repo
@@ -44,15 +45,17 @@ def shown_command(cmd: str) -> str:
 class CheckOptions:
     """What the command line asked for."""
 
-    __slots__ = ("force", "only", "bail", "json", "explain")
+    __slots__ = ("force", "only", "bail", "json", "explain", "range", "progress")
 
     def __init__(self, force: bool = False, only: str | None = None, bail: bool = False, json: bool = False,
-                 explain: bool = False) -> None:
+                 explain: bool = False, range: str | None = None, progress: bool = True) -> None:
         self.force = force
         self.only = only
         self.bail = bail
         self.json = json
         self.explain = explain
+        self.range = range  # "A..B": check each commit's tree (gitpilot/checks/range.py)
+        self.progress = progress
 
 
 class Outcome:
@@ -97,37 +100,85 @@ def load_trust(repo: Repo, cfg: Config) -> Trust:
 def load_records(repo: Repo, tree: str) -> list[Record]:
     """The records of ``tree``: those made here (no ``remote``) and those ``git pilot share pull``
     merged in, each tagged by the pull with the remote it arrived from (see gitpilot/share)."""
-    store = NotesStore(repo, CHECKS_REF)
-    return parse_body(store.read(tree))
+    return load_records_of(repo, [tree])[tree]
+
+
+def load_records_of(repo: Repo, trees: list[str]) -> dict[str, list[Record]]:
+    """The records of each tree, read in one ``git cat-file --batch``."""
+    bodies = NotesStore(repo, CHECKS_REF).read_many(trees)
+    return {t: parse_body(bodies.get(t)) for t in trees}
+
+
+def select_checks(cfg: Config, opts: CheckOptions) -> list[CheckSpec]:
+    checks = [cfg.check(opts.only)] if opts.only else list(cfg.checks)
+    if not checks:
+        raise PilotError("no checks configured: add [[check]] tables to .gitpilot.toml (git pilot init writes one)")
+    return checks
+
+
+def reuse_enabled(cfg: Config) -> bool:
+    return bool(cfg.get("leanloop.checks.reuse_unchanged_passes")) and bool(cfg.get("leanloop.enabled"))
 
 
 def run_checks(cwd: Path, opts: CheckOptions) -> int:
     repo = Repo.discover(cwd)
-    workdir = repo.workdir
-    cfg = load(workdir, cache=repo.worktree_pilot_dir / "config.cache")
+    cfg = load(repo.workdir, cache=repo.worktree_pilot_dir / "config.cache")
     for w in cfg.warnings:
         output.err(f"warning: {w}")
-    checks = [cfg.check(opts.only)] if opts.only else list(cfg.checks)
-    if not checks:
-        raise PilotError("no checks configured: add [[check]] tables to .gitpilot.toml (git pilot init writes one)")
-    reuse_on = bool(cfg.get("leanloop.checks.reuse_unchanged_passes")) and bool(cfg.get("leanloop.enabled"))
-    tree = repo.worktree_tree_id()
-    first_tree = tree
-    records = load_records(repo, tree)
+    checks = select_checks(cfg, opts)
+    if opts.range is not None:
+        from gitpilot.checks.range import run_range
+
+        return run_range(repo, cfg, checks, opts)
+    run = check_worktree(repo, cfg, checks, opts)
+    outcomes = run.outcomes
+    if opts.json:
+        output.out(json.dumps(_as_json(run.first.full, run.final.full, outcomes, opts), indent=2, sort_keys=True))
+    elif not cfg.get("leanloop.enabled"):
+        _render_plain(outcomes)
+    else:
+        for line in render(outcomes, opts.explain):
+            output.out(line)
+    if run.lost is not None:
+        output.err(f"git pilot: check results not recorded: {run.lost}")
+        return 1
+    return 1 if any(o.result == "fail" for o in outcomes) else 0
+
+
+class WorktreeRun:
+    """The outcomes of one pass over the checks in one working tree, and its states before and after."""
+
+    __slots__ = ("outcomes", "first", "final", "lost")
+
+    def __init__(self, outcomes: list[Outcome], first: Snapshot, final: Snapshot,
+                 lost: PilotError | None = None) -> None:
+        self.outcomes = outcomes
+        self.first = first
+        self.final = final
+        self.lost = lost  # why the results could not be recorded (a stale lock, a failed signature)
+
+
+def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: CheckOptions) -> WorktreeRun:
+    """Reuse or run each check in ``repo``'s working tree (the user's, or a range's temporary one)."""
+    reuse_on = reuse_enabled(cfg)
+    snap = worktree_snapshot(repo, checks)
+    first = snap
+    records = load_records_of(repo, snap.trees())
     platform = this_platform()
     trust = load_trust(repo, cfg)
     outcomes: list[Outcome] = []
-    # A run's outcome belongs to the tree id computed just before it ran, and only when the
-    # tree id just after is the same: a later check that changes the working tree must not
-    # move earlier passes onto a tree they never saw.
+    # A run's outcome belongs to the tree id computed just before it ran (for a scoped check,
+    # the tree of its files), and only when that id just after is the same: a later check that
+    # changes the working tree must not move earlier passes onto a tree they never saw.
     to_record: dict[str, list[Record]] = {}
     progress = output.Progress()
-    progress.active = progress.active and not opts.json
+    progress.active = progress.active and not opts.json and opts.progress
     email: str | None = None
     run_dir: Path | None = None
     for check in checks:
         key = key_hash(check)
-        seen = records + to_record.get(tree, [])  # a check listed twice reuses this run's pass
+        tree = snap.tree_for(check)
+        seen = records[tree] + to_record.get(tree, [])  # a check listed twice reuses this run's pass
         verdict = judge(seen, check, key, platform, trust, tree)
         if verdict.reusable is not None and reuse_on and not opts.force:
             outcomes.append(Outcome(check, "pass", reused=verdict.reusable, flaky=verdict.flaky,
@@ -145,11 +196,9 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         outcome = _run_one(repo, cfg, check, run_dir, progress, reason, verdict.flaky)
         outcome.tree = tree
         outcomes.append(outcome)
-        after = repo.worktree_tree_id()
-        if after != tree:
+        after = worktree_snapshot(repo, checks)
+        if after.tree_for(check) != tree:
             outcome.not_recorded_reason = "not recorded: the check changed the working tree"
-            tree = after  # later checks are keyed by what they really see
-            records = load_records(repo, tree)
         else:
             when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             to_record.setdefault(tree, []).append(new_record(check, key, outcome.result, outcome.seconds,
@@ -159,6 +208,9 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
                 outcome.flaky = True
             if outcome.result == "pass" and verdict.counted_fails:
                 outcome.flaky = True
+        if after != snap:  # later checks are keyed by what they really see
+            snap = after
+            records = load_records_of(repo, snap.trees())
         if outcome.result == "fail" and opts.bail:
             break
     progress.clear()
@@ -178,17 +230,24 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         from gitpilot.efficiency import record_checks  # quiet-check savings; a cache hit never gets here
 
         record_checks(repo, outcomes)
-    if opts.json:
-        output.out(json.dumps(_as_json(first_tree, tree, outcomes, opts), indent=2, sort_keys=True))
-    elif not cfg.get("leanloop.enabled"):
-        _render_plain(outcomes)
-    else:
-        for line in render(outcomes, opts.explain):
-            output.out(line)
-    if lost is not None:
-        output.err(f"git pilot: check results not recorded: {lost}")
-        return 1
-    return 1 if any(o.result == "fail" for o in outcomes) else 0
+    return WorktreeRun(outcomes, first, snap, lost)
+
+
+def reused_outcomes(repo: Repo, cfg: Config, checks: list[CheckSpec], snap: Snapshot) -> list[Outcome] | None:
+    """Every check's reused pass on ``snap`` (a stored tree's state), or None when one must run."""
+    if not reuse_enabled(cfg):
+        return None
+    records = load_records_of(repo, snap.trees())
+    platform, trust = this_platform(), load_trust(repo, cfg)
+    outcomes = []
+    for check in checks:
+        tree = snap.tree_for(check)
+        verdict = judge(records[tree], check, key_hash(check), platform, trust, tree)
+        if verdict.reusable is None:
+            return None
+        outcomes.append(Outcome(check, "pass", reused=verdict.reusable, flaky=verdict.flaky,
+                                reason=verdict.reason, tree=tree))
+    return outcomes
 
 
 def _render_plain(outcomes: list[Outcome]) -> None:
@@ -297,6 +356,8 @@ def render(outcomes: list[Outcome], explain: bool) -> list[str]:
             lines.append(f"{o.not_recorded_reason} ({o.check.name})")
         if explain:
             lines.append(f"explain: {o.check.name}: {o.reason}")
+            if o.check.files:
+                lines.append(f"explain: {o.check.name}: scope {describe(o.check)}; keyed by the tree of those files, {o.tree}")
     passed = sum(1 for o in outcomes if o.result == "pass")
     failed = [o for o in outcomes if o.result == "fail"]
     summary = f"checks: {passed} passed, {len(failed)} failed"
@@ -309,37 +370,41 @@ def render(outcomes: list[Outcome], explain: bool) -> list[str]:
     return lines
 
 
+def outcome_json(o: Outcome) -> dict[str, Any]:
+    """One check's outcome as ``--json`` gives it."""
+    item: dict[str, Any] = {
+        "name": o.check.name,
+        "tree": o.tree,
+        "command": shown_command(o.check.run),
+        "result": o.result,
+        "reused": o.reused is not None,
+        "seconds": round(o.seconds, 3),
+        "exit": o.exit_code,
+        "timed_out": o.timed_out,
+        "flaky": o.flaky,
+        "recorded": o.recorded,
+        "reason": o.reason,
+    }
+    if o.check.files:
+        item["files"] = list(o.check.files)  # "tree" is then the tree of the matching files
+    if o.reused is not None:
+        item["reused_from"] = {"time": o.reused.time, "email": o.reused.email, "host": o.reused.host,
+                               "platform": o.reused.platform, "remote": o.reused.remote}
+    if o.passed_count is not None:
+        item["passed_count"] = o.passed_count
+    if o.result == "fail":
+        item.update({"log": str(o.log_path), "log_bytes": o.log_size, "excerpt": o.excerpt,
+                     "excerpt_lines": o.excerpt_shown, "log_lines": o.excerpt_total})
+    if o.not_recorded_reason:
+        item["not_recorded"] = o.not_recorded_reason
+    return item
+
+
 def _as_json(tree: str, final_tree: str, outcomes: list[Outcome], opts: CheckOptions) -> dict[str, Any]:
-    items = []
-    for o in outcomes:
-        item: dict[str, Any] = {
-            "name": o.check.name,
-            "tree": o.tree,
-            "command": shown_command(o.check.run),
-            "result": o.result,
-            "reused": o.reused is not None,
-            "seconds": round(o.seconds, 3),
-            "exit": o.exit_code,
-            "timed_out": o.timed_out,
-            "flaky": o.flaky,
-            "recorded": o.recorded,
-            "reason": o.reason,
-        }
-        if o.reused is not None:
-            item["reused_from"] = {"time": o.reused.time, "email": o.reused.email, "host": o.reused.host,
-                                   "platform": o.reused.platform, "remote": o.reused.remote}
-        if o.passed_count is not None:
-            item["passed_count"] = o.passed_count
-        if o.result == "fail":
-            item.update({"log": str(o.log_path), "log_bytes": o.log_size, "excerpt": o.excerpt,
-                         "excerpt_lines": o.excerpt_shown, "log_lines": o.excerpt_total})
-        if o.not_recorded_reason:
-            item["not_recorded"] = o.not_recorded_reason
-        items.append(item)
     return {
         "tree": tree,  # the checked state when the run began
         "final_tree": final_tree,  # and when it ended (differs when a check changed the working tree)
-        "checks": items,
+        "checks": [outcome_json(o) for o in outcomes],
         "passed": sum(1 for o in outcomes if o.result == "pass"),
         "failed": sum(1 for o in outcomes if o.result == "fail"),
     }

@@ -43,7 +43,9 @@ def command_hash(check: CheckSpec) -> str:
 
 
 def key_hash(check: CheckSpec, environ: dict[str, str] | None = None) -> str:
-    """blake3 of the command line and of the values of the check's declared env variables.
+    """blake3 of the command line, of the values of the check's declared env variables and of
+    its ``files`` scope (a scoped check's records sit on the tree of its files only; another
+    scope on the same subtree must not reuse them).
 
     The values themselves are never stored (they may be secrets); only this hash is.
     """
@@ -51,6 +53,8 @@ def key_hash(check: CheckSpec, environ: dict[str, str] | None = None) -> str:
     parts = ["key", check.run]
     for name in sorted(check.env):
         parts += [name, "set" if name in env else "unset", env.get(name, "")]
+    if check.files:  # unscoped keys stay what they were, so earlier records keep counting
+        parts += ["files", *sorted(set(check.files))]  # the same files in any order
     return _hash(*parts)
 
 

@@ -16,13 +16,17 @@ import click
 @click.option("--raw", is_flag=True, help="With --log: print the log's exact bytes, secrets included.")
 @click.option("--tree", "tree", is_flag=True,
               help="Print the checked state's tree id (what the records are keyed by) and run nothing.")
+@click.option("--range", "range_", metavar="A..B",
+              help="Check the tree of each commit of the range (in a temporary worktree; yours is untouched).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--explain", is_flag=True, help="Say why each check was reused or run.")
-def command(force: bool, only: str | None, bail: bool, log: str | None, raw: bool, tree: bool, as_json: bool,
-            explain: bool) -> int:
+@click.option("--explain", is_flag=True, help="Say why each check was reused or run, and what it is keyed by.")
+def command(force: bool, only: str | None, bail: bool, log: str | None, raw: bool, tree: bool, range_: str | None,
+            as_json: bool, explain: bool) -> int:
     """Run the configured checks quietly; full logs stay on disk."""
     from gitpilot.checks.engine import CheckOptions, run_checks
 
+    if range_ is not None and (log is not None or tree):
+        raise click.UsageError("--range cannot be combined with --log or --tree")
     if log is not None:
         return show_log(log, raw)
     if raw:
@@ -31,7 +35,8 @@ def command(force: bool, only: str | None, bail: bool, log: str | None, raw: boo
         raise UsageError("--raw goes with --log NAME (the log to print exactly)")
     if tree:
         return show_tree()
-    return run_checks(Path.cwd(), CheckOptions(force=force, only=only, bail=bail, json=as_json, explain=explain))
+    return run_checks(Path.cwd(), CheckOptions(force=force, only=only, bail=bail, json=as_json, explain=explain,
+                                               range=range_))
 
 
 def show_tree() -> int:

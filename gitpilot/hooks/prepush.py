@@ -99,15 +99,11 @@ def gate_updates(repo: Repo, cfg: Config, updates: Sequence[Update], names: Sequ
 
 def pending_checks(repo: Repo, cfg: Config, specs: Sequence[CheckSpec], tree: str) -> list[CheckSpec]:
     """The gated checks that have no reusable pass on ``tree`` (here or from a trusted remote)."""
-    from gitpilot.checks.engine import load_records, load_trust
-    from gitpilot.checks.records import judge, key_hash, this_platform
+    from gitpilot.checks.engine import reused_outcomes
+    from gitpilot.checks.scope import tree_snapshot
 
-    reuse = bool(cfg.get("leanloop.checks.reuse_unchanged_passes")) and bool(cfg.get("leanloop.enabled"))
-    if not reuse:
-        return list(specs)
-    records = load_records(repo, tree)
-    trust, platform = load_trust(repo, cfg), this_platform()
-    return [s for s in specs if judge(records, s, key_hash(s), platform, trust, tree).reusable is None]
+    snap = tree_snapshot(repo, tree, specs)  # a scoped check's pass sits on the tree of its files
+    return [s for s in specs if reused_outcomes(repo, cfg, [s], snap) is None]
 
 
 def _run_on_tree(repo: Repo, commit: str, tree: str, specs: Sequence[CheckSpec]) -> str | None:

@@ -1,0 +1,134 @@
+"""Scoped checks: the tree a check's results are keyed by.
+
+A check without ``files`` is keyed by the checked state's whole tree. A check with ``files``
+globs is keyed by the tree of its matching files only (git's ``:(glob)`` pathspecs, a leading
+``!`` excludes), so an edit outside them reuses its pass. That scoped id is a pure function of
+the whole tree's id and the globs; a small memo in ``<git common dir>/pilot/scopes.memo``
+keeps the recent ones, so a cache hit on an unchanged tree costs no git process beyond the
+whole tree's id. Stdlib only: this is on the cache-hit path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from gitpilot.config import CheckSpec
+from gitpilot.repo import Repo
+
+MEMO = "scopes.memo"
+_MEMO_ENTRIES = 512  # a few hundred trees x scopes; older ones are worked out again when needed
+
+Scope = tuple[str, ...]
+
+
+def scope_of(check: CheckSpec) -> Scope:
+    """A check's globs in a canonical order (the same files whatever order the config lists)."""
+    return tuple(sorted(set(check.files)))
+
+
+class Snapshot:
+    """The checked state: its whole tree id and, per scope, the tree id of the matching files."""
+
+    __slots__ = ("full", "scoped")
+
+    def __init__(self, full: str, scoped: dict[Scope, str]) -> None:
+        self.full = full
+        self.scoped = scoped
+
+    def tree_for(self, check: CheckSpec) -> str:
+        scope = scope_of(check)
+        return self.scoped[scope] if scope else self.full
+
+    def trees(self) -> list[str]:
+        return sorted({self.full, *self.scoped.values()})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Snapshot) and (self.full, self.scoped) == (other.full, other.scoped)
+
+    def __hash__(self) -> int:
+        return hash((self.full, tuple(sorted(self.scoped.items()))))
+
+
+def scopes_in(checks: Sequence[CheckSpec]) -> list[Scope]:
+    """The distinct scopes of ``checks``, in config order."""
+    return list(dict.fromkeys(s for s in (scope_of(c) for c in checks) if s))
+
+
+def worktree_snapshot(repo: Repo, checks: Sequence[CheckSpec]) -> Snapshot:
+    """The snapshot of the working tree as it is now (tracked and untracked-not-ignored files)."""
+    scopes = scopes_in(checks)
+    if not scopes:
+        return Snapshot(repo.worktree_tree_id(), {})
+    memo = _Memo(repo.pilot_dir / MEMO)
+    full, ids = repo.worktree_tree_ids(scopes, known=lambda tree: [memo.get(tree, s) for s in scopes])
+    memo.update(full, dict(zip(scopes, ids, strict=True)))
+    return Snapshot(full, dict(zip(scopes, ids, strict=True)))
+
+
+def tree_snapshot(repo: Repo, tree: str, checks: Sequence[CheckSpec]) -> Snapshot:
+    """The snapshot of a stored tree (a commit's), without touching any working tree."""
+    scopes = scopes_in(checks)
+    if not scopes:
+        return Snapshot(tree, {})
+    memo = _Memo(repo.pilot_dir / MEMO)
+    have = {s: memo.get(tree, s) for s in scopes}
+    missing = [s for s in scopes if have[s] is None]
+    found = dict(zip(missing, repo.tree_ids_of(tree, missing), strict=True))
+    scoped = {s: have[s] or found[s] for s in scopes}
+    memo.update(tree, scoped)
+    return Snapshot(tree, scoped)
+
+
+def describe(check: CheckSpec) -> str:
+    """The scope as ``--explain`` shows it."""
+    return ", ".join(check.files) if check.files else "the whole tree"
+
+
+class _Memo:
+    """(whole tree, scope) -> scoped tree id, kept with marshal; a lost or broken file is empty."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._data: dict[str, str] | None = None
+
+    @staticmethod
+    def _key(tree: str, scope: Scope) -> str:
+        return "\0".join((tree, *scope))
+
+    def _load(self) -> dict[str, str]:
+        if self._data is None:
+            import marshal
+
+            try:
+                with open(self.path, "rb") as fh:
+                    data = marshal.load(fh)
+            except (OSError, ValueError, EOFError, TypeError):
+                data = {}
+            self._data = data if isinstance(data, dict) else {}
+        return self._data
+
+    def get(self, tree: str, scope: Scope) -> str | None:
+        value = self._load().get(self._key(tree, scope))
+        return value if isinstance(value, str) else None
+
+    def update(self, tree: str, scoped: dict[Scope, str]) -> None:
+        data = self._load()
+        new = {self._key(tree, s): t for s, t in scoped.items()}
+        if all(data.get(k) == v for k, v in new.items()):
+            return
+        for k in new:
+            data.pop(k, None)  # re-inserted last: the newest entries survive the trim
+        data.update(new)
+        kept = dict(list(data.items())[-_MEMO_ENTRIES:])
+        import marshal
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps(kept))
+            os.replace(tmp, self.path)  # concurrent writers: the last one wins, nothing breaks
+        except OSError:
+            pass
+        self._data = kept
