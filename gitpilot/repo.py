@@ -75,6 +75,45 @@ class FileChange:
         return f"FileChange({self.status} {self.old_path!r} -> {self.new_path!r} +{self.added} -{self.deleted})"
 
 
+def _pathspecs(globs: Sequence[str]) -> list[str]:
+    return [f":(exclude,glob){g[1:]}" if g.startswith("!") else f":(glob){g}" for g in globs]
+
+
+def tree_id_of_entries(entries: bytes) -> str:
+    """The id git gives the tree of these index entries (``git ls-files -s -z`` output), worked
+    out without writing anything: git's tree format, entries sorted with directories as ``name/``."""
+    try:  # the bare sha1 module: hashlib (and OpenSSL) cost ~10 ms of import on the cache-hit path
+        from _sha1 import sha1  # type: ignore[import-not-found]
+    except ImportError:
+        from hashlib import sha1
+
+    root: dict[bytes, Any] = {}
+    for rec in entries.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, path = rec.partition(b"\t")
+        mode, oid, _stage = meta.split(b" ")
+        *dirs, name = path.split(b"/")
+        node = root
+        for d in dirs:
+            node = node.setdefault(d, {})
+        node[name] = (mode, bytes.fromhex(oid.decode()))
+
+    def digest(node: dict[bytes, Any]) -> bytes:
+        items = []
+        for name, value in node.items():
+            if isinstance(value, dict):
+                items.append((name + b"/", b"40000 " + name + b"\0" + digest(value)))
+            else:
+                items.append((name, value[0] + b" " + name + b"\0" + value[1]))
+        items.sort(key=lambda item: item[0])
+        body = b"".join(entry for _, entry in items)
+        tree_id: bytes = sha1(b"tree %d\0" % len(body) + body).digest()
+        return tree_id
+
+    return digest(root).hex() if root else EMPTY_TREE
+
+
 def _unsupported(stderr: str) -> str | None:
     low = stderr.lower()
     if "unknown repository extension" in low or "unknown repository extensions" in low:
@@ -251,24 +290,34 @@ class Repo:
             have = list(known(full)) if known is not None and scopes else [None] * len(scopes)
             return full, [h or self._matching_tree(env, scope) for h, scope in zip(have, scopes, strict=True)]
 
-    def tree_ids_of(self, tree: str, scopes: Sequence[Sequence[str]]) -> list[str]:
-        """Per scope, the tree id of the files of ``tree`` that match it (as ``worktree_tree_ids``)."""
+    def tree_ids_of(self, tree: str, scopes: Sequence[Sequence[str]], write: bool = False) -> list[str]:
+        """Per scope, the tree id of the files of ``tree`` that match it (as ``worktree_tree_ids``);
+        with ``write`` the trees are also written to the object database (``git ls-tree`` shows them)."""
         if not scopes:
             return []
         with self._private_index(start_empty=True) as (_tmp, env):
             self.git("read-tree", tree, env=env)
-            return [self._matching_tree(env, scope) for scope in scopes]
+            if not write:
+                return [self._matching_tree(env, scope) for scope in scopes]
+            out = []
+            for scope in scopes:
+                entries = self.git("ls-files", "-s", "-z", "--", *_pathspecs(scope), env=env)
+                if not entries:
+                    out.append(EMPTY_TREE)
+                    continue
+                with self._private_index(start_empty=True) as (_t, sub):
+                    self.git("update-index", "-z", "--index-info", input=entries, env=sub)
+                    out.append(self.git("write-tree", env=sub).decode().strip())
+            return out
 
     def _matching_tree(self, env: dict[str, str], globs: Sequence[str]) -> str:
-        """The tree of the entries of the index in ``env`` that match ``globs``, written to the
-        object database (so ``git ls-tree`` shows what a scoped check was keyed by)."""
-        specs = [f":(exclude,glob){g[1:]}" if g.startswith("!") else f":(glob){g}" for g in globs]
-        entries = self.git("ls-files", "-s", "-z", "--", *specs, env=env)
-        if not entries:
-            return EMPTY_TREE
-        with self._private_index(start_empty=True) as (_tmp, sub):
-            self.git("update-index", "-z", "--index-info", input=entries, env=sub)
-            return self.git("write-tree", env=sub).decode().strip()
+        """The id of the tree of the entries of the index in ``env`` that match ``globs``.
+
+        git matches (``ls-files`` with ``:(glob)`` pathspecs); the tree objects are hashed here,
+        not written, which spares two git processes on the cache-hit path. ``tree_ids_of(...,
+        write=True)`` writes them when a result is recorded.
+        """
+        return tree_id_of_entries(self.git("ls-files", "-s", "-z", "--", *_pathspecs(globs), env=env))
 
     @contextmanager
     def _private_index(self, start_empty: bool = False) -> Iterator[tuple[str, dict[str, str]]]:

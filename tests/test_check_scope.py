@@ -137,3 +137,27 @@ def test_bad_files_entries_get_a_clear_error_naming_the_file(tmp_path: Path) -> 
         assert words in res.stderr and ".gitpilot.toml" in res.stderr and "Traceback" not in res.stderr
         assert _runs(counter) == 0
         assert git(repo, "notes", "--ref=pilot/checks", "list", check=False) == ""
+
+
+def test_scoped_tree_ids_hashed_in_python_are_the_ids_git_writes(tmp_path: Path) -> None:
+    from gitpilot.repo import Repo
+
+    repo = make_repo(tmp_path / "ids", {
+        "a.b": "2\n", "a-b/c": "3\n", "a/b": "4\n", "a/b.c": "5\n", "a0/x": "6\n",
+        "deep/er/still/f.py": "7\n", "tool.sh": "#!/bin/sh\n", "docs/x.md": "# x\n",
+    })
+    (repo / "tool.sh").chmod(0o755)
+    (repo / "link").symlink_to("a.b")
+    sub = make_repo(tmp_path / "sub")
+    git(repo, "add", "-A")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{git(sub, 'rev-parse', 'HEAD').strip()},a/mod")
+    git(repo, "commit", "-q", "-m", "tricky names")
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    r = Repo.discover(repo)
+    scopes = [("a", "a.b", "a-b/**", "a0/**"), ("**/*.py", "tool.sh", "link"), ("a/**", "!a/b.c"), ("nothing/**",), ("**",)]
+    hashed = r.tree_ids_of(tree, scopes)
+    written = r.tree_ids_of(tree, scopes, write=True)
+    assert hashed == written
+    assert hashed[-1] == tree  # everything: the commit's own tree
+    assert hashed[3] == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # no file matches: the empty tree
+    assert git(repo, "ls-tree", "-r", "--name-only", written[2]).split() == ["a/b", "a/mod"]

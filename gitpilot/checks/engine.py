@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gitpilot import output
 from gitpilot.checks.records import CHECKS_REF, Record, judge, key_hash, new_record, parse_body, this_platform
-from gitpilot.checks.scope import Snapshot, describe, worktree_snapshot
+from gitpilot.checks.scope import Scope, Snapshot, describe, scope_of, worktree_snapshot
 from gitpilot.config import CheckSpec, Config, load
 from gitpilot.errors import PilotError, RecordLost
 from gitpilot.repo import Repo
@@ -171,6 +171,7 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
     # the tree of its files), and only when that id just after is the same: a later check that
     # changes the working tree must not move earlier passes onto a tree they never saw.
     to_record: dict[str, list[Record]] = {}
+    scoped_trees: dict[str, tuple[str, Scope]] = {}  # a recorded scoped id -> (whole tree, scope)
     progress = output.Progress()
     progress.active = progress.active and not opts.json and opts.progress
     email: str | None = None
@@ -201,6 +202,8 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
             outcome.not_recorded_reason = "not recorded: the check changed the working tree"
         else:
             when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            if check.files:
+                scoped_trees[tree] = (snap.full, scope_of(check))
             to_record.setdefault(tree, []).append(new_record(check, key, outcome.result, outcome.seconds,
                                                              outcome.exit_code, email, when))
             outcome.recorded = True
@@ -215,6 +218,7 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
             break
     progress.clear()
     lost: PilotError | None = None
+    _write_scoped_trees(repo, scoped_trees, to_record)
     if to_record:
         try:
             _store(repo, trust, to_record)
@@ -231,6 +235,20 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
 
         record_checks(repo, outcomes)
     return WorktreeRun(outcomes, first, snap, lost)
+
+
+def _write_scoped_trees(repo: Repo, scoped: dict[str, tuple[str, Scope]], to_record: dict[str, list[Record]]) -> None:
+    """Write the scoped trees that get records (the hit path only hashes them), so stock git can
+    show what a scoped pass was keyed by; git's id must be the one hashed, or nothing is recorded."""
+    for tree, (full, scope) in sorted(scoped.items()):
+        try:
+            written = repo.tree_ids_of(full, [scope], write=True)[0]
+        except PilotError as exc:
+            output.err(f"warning: scoped tree {tree[:12]} not written: {exc}")
+            continue
+        if written != tree:
+            output.err(f"warning: scoped tree {tree[:12]} hashed differently by git ({written[:12]}); not recorded")
+            to_record.pop(tree, None)
 
 
 def reused_outcomes(repo: Repo, cfg: Config, checks: list[CheckSpec], snap: Snapshot) -> list[Outcome] | None:

@@ -1,4 +1,4 @@
-"""``git pilot init``: write a commented ``.gitpilot.toml`` with the checks the repository suggests."""
+"""``git pilot init``: write a commented ``.gitpilot.toml`` with the checks the repository documents (nothing is run)."""
 
 from __future__ import annotations
 
@@ -11,45 +11,38 @@ import click
 from gitpilot import output
 from gitpilot.errors import PilotError
 
-
-def infer_checks(root: Path) -> list[tuple[str, str]]:
-    """(name, command) for the test runners this repository visibly uses."""
-    found: list[tuple[str, str]] = []
-    if any((root / f).exists() for f in ("pytest.ini", "conftest.py", "tests/conftest.py")) or _pyproject_pytest(root):
-        found.append(("tests", "python3 -m pytest -q"))
-    pkg = root / "package.json"
-    if pkg.is_file():
-        try:
-            scripts = json.loads(pkg.read_text("utf-8")).get("scripts", {})
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            scripts = {}
-        if isinstance(scripts, dict) and "test" in scripts:
-            found.append(("npm-test", "npm test"))
-    if (root / "Cargo.toml").is_file():
-        found.append(("cargo-test", "cargo test"))
-    if (root / "go.mod").is_file():
-        found.append(("go-test", "go test ./..."))
-    for name in ("Makefile", "makefile", "GNUmakefile"):
-        mk = root / name
-        if mk.is_file() and any(ln.startswith("test:") for ln in mk.read_text("utf-8", "replace").splitlines()):
-            found.append(("make-test", "make test"))
-            break
-    names = [n for n, _ in found]
-    return [(n if names.count(n) == 1 else f"{n}-{i}", c) for i, (n, c) in enumerate(found, 1)]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitpilot.checks.infer import Proposal
 
 
-def _pyproject_pytest(root: Path) -> bool:
-    p = root / "pyproject.toml"
-    if not p.is_file():
-        return False
-    text = p.read_text("utf-8", "replace")
-    return "[tool.pytest" in text or "pytest" in text and (root / "tests").is_dir()
+def infer_checks(root: Path) -> list[Proposal]:
+    """The checks this repository documents and configures (see gitpilot/checks/infer.py)."""
+    from gitpilot.checks.infer import infer
+    from gitpilot.config import SCHEMA
+
+    return infer(root, SCHEMA["leanloop.context.instruction_files"][1])
 
 
-def render_template(checks: list[tuple[str, str]]) -> str:
+def _comment(text: str) -> str:
+    return " ".join(text.split())  # one line: a heading or note never breaks out of the comment
+
+
+def render_template(checks: list[Proposal]) -> str:
     tmpl = (Path(__file__).parent.parent / "templates" / "gitpilot.toml").read_text("utf-8")
+    from gitpilot.checks.infer import check_name
+
     if checks:
-        body = "\n".join(f'[[check]]\nname = {json.dumps(n)}\nrun = {json.dumps(c)}\n' for n, c in checks)
+        blocks = []
+        for p in checks:
+            lines = [f"# from {_comment(p.origin)}"]
+            if p.note:
+                lines.append(f"# ({_comment(p.note)})")
+            lines += ["[[check]]", f"name = {json.dumps(check_name(p))}", f"run = {json.dumps(p.run)}"]
+            if p.files:
+                lines.append(f"files = {json.dumps(list(p.files))}  # the files pre-commit's files: selects, and the root configs")
+            blocks.append("\n".join(lines) + "\n")
+        body = "\n".join(blocks)
     else:
         body = '# [[check]]\n# name = "tests"\n# run = "make test"\n'
     return tmpl.replace("{checks}", body)
@@ -73,7 +66,14 @@ def init_repo(cwd: Path, hooks: bool = True) -> list[str]:
         raise PilotError(f"{path} exists already; not overwriting it (edit it, or remove it first)") from None
     finally:
         tmp.unlink(missing_ok=True)
-    lines = [f"wrote {path}" + (f" with checks: {', '.join(n for n, _ in checks)}" if checks else " (no checks found: add [[check]] tables)")]
+    from gitpilot.checks.infer import check_name
+
+    if checks:
+        lines = [f"wrote {path} with {len(checks)} check{'s' if len(checks) != 1 else ''} (none was run; "
+                 "try them with git pilot check):"]
+        lines += [f"  {check_name(p)}: {p.run}  (from {_comment(p.origin)})" for p in checks]
+    else:
+        lines = [f"wrote {path} (no checks found: add [[check]] tables)"]
     if hooks:
         try:
             from gitpilot.hooks.install import install  # the hooks capability, when present
