@@ -397,6 +397,7 @@ def from_docs(root: Path, instruction_files: Iterable[str]) -> list[Proposal]:
                 0 if _CHECK_WORDS.search(context) else 1,  # said where the document talks about checking
                 1 if re.search(r"\bexamples?\b|\be\.g\.", context, re.IGNORECASE) else 0,  # an example of a form
                 1 if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", run) else 0,  # VAR=value: a variation on the plain one
+                1 if note else 0,  # a check as written before one made from a fixing command
                 len(run.split()),  # fewer arguments: the general form, not one case of it
                 order,
             )
