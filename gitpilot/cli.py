@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "review-budget": "gitpilot.commands.review_budget:command",
     "codex": "gitpilot.commands.codex:command",
     "efficiency": "gitpilot.commands.efficiency:command",
+    "tasks": "gitpilot.commands.tasks:command",
     "ci": "gitpilot.commands.ci:command",
 }
 

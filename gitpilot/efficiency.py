@@ -213,6 +213,8 @@ def render(data: dict[str, Any]) -> list[str]:
         scope = f" for task {data['task']}" if data.get("task") else ""
         return [f"no efficiency events recorded yet{scope} ({data['ledger']})"]
     lines.extend(_table(data["mechanisms"], data["total"]))
+    lines.append("")
+    lines.extend(bars(data["mechanisms"]))
     for name, block in (data.get("tasks") or {}).items():
         lines.append("")
         lines.append(f"task {name[:12] if name != '(no task)' else name}:")
@@ -236,6 +238,39 @@ def _table(mechanisms: dict[str, dict[str, Any]], total: dict[str, Any]) -> list
                for name, t in mechanisms.items() if t["counts"]]
     out.extend(counted)
     return out
+
+
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+BAR_WIDTH = 30
+
+
+def bar(value: int, peak: int, width: int = BAR_WIDTH) -> str:
+    """A bar of ``value`` against ``peak`` in eighths of a character (the longest is ``width``)."""
+    if peak <= 0 or value <= 0:
+        return ""
+    eighths = max(1, round(8 * width * value / peak))
+    return "█" * (eighths // 8) + (_BLOCKS[eighths % 8] if eighths % 8 else "")
+
+
+def bars(mechanisms: dict[str, dict[str, Any]]) -> list[str]:
+    """Per mechanism, a bar of the bytes it kept out and one of how often it acted."""
+    names = sorted(mechanisms)
+    if not names:
+        return []
+    pad = max(len(n) for n in names)
+    kept = sorted(names, key=lambda n: (-mechanisms[n]["avoided_bytes"], n))
+    acted = sorted(names, key=lambda n: (-mechanisms[n]["events"], n))
+    peak_kept = max(mechanisms[n]["avoided_bytes"] for n in names)
+    peak_acted = max(mechanisms[n]["events"] for n in names)
+    lines = ["bytes kept out"]
+    for n in kept:
+        b = bar(mechanisms[n]["avoided_bytes"], peak_kept)
+        lines.append(f"  {n.ljust(pad)}  {b.ljust(BAR_WIDTH)}  {_size(mechanisms[n]['avoided_bytes'])}")
+    lines.append("times acted")
+    for n in acted:
+        b = bar(mechanisms[n]["events"], peak_acted)
+        lines.append(f"  {n.ljust(pad)}  {b.ljust(BAR_WIDTH)}  {mechanisms[n]['events']:,}")
+    return [ln.rstrip() for ln in lines]
 
 
 def _size(n: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -166,9 +167,12 @@ def test_status_shows_a_short_summary_per_task_and_json(
     )
     res = pilot(repo, "status", monkeypatch=monkeypatch, capsys=capsys)
     sid = session_record(repo, started)["sessions"][-1]["session_id"]
-    assert res.out.splitlines() == [
-        f"{started[:12]}  stopped · PR #7 · CI failing · blocked: review pending  [claude {sid[:8]}]  {TASK}"
-    ]
+    # issue 16 adds the age (since the record was last updated; dates are pinned to 2023 here)
+    # and when the last session started
+    assert len(res.out.splitlines()) == 1
+    assert re.fullmatch(
+        rf"{started[:12]}  \d+w  stopped · PR #7 · CI failing · blocked: review pending  "
+        rf"\[claude {sid[:8]}, started \d+[smh] ago\]  {re.escape(TASK)}", res.out.splitlines()[0])
     rows = json.loads(pilot(repo, "status", "--json", monkeypatch=monkeypatch, capsys=capsys).out)
     assert rows[0]["task"] == started and rows[0]["pr"] == 7 and rows[0]["session"] == sid
     assert rows[0]["blockers"] == ["review pending"] and rows[0]["title"] == TASK

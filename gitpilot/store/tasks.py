@@ -10,6 +10,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from gitpilot.errors import PilotError
 from gitpilot.repo import Repo, TreeEntry
@@ -94,3 +95,92 @@ class TaskStore:
                 return commit
             time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
         raise PilotError(f"could not update {ref}: too many concurrent writers, try again")
+
+
+# -- forgetting tasks ------------------------------------------------------------------------
+class Forgettable:
+    """One task record and the machine-local files that belong to it."""
+
+    __slots__ = ("tid", "tip", "updated", "files", "blocked")
+
+    def __init__(self, tid: str, tip: str, updated: int, files: list[Path], blocked: str = "") -> None:
+        self.tid = tid
+        self.tip = tip  # the ref's value, for the compare-and-swap delete
+        self.updated = updated  # unix time of the record's last commit
+        self.files = files
+        self.blocked = blocked  # why it must not be forgotten now ("" when it may)
+
+
+def record_times(repo: Repo) -> dict[str, tuple[str, int]]:
+    """task id -> (tip commit, unix time it was committed), for every task record, in one git call."""
+    out = repo.git("for-each-ref", "--format=%(refname) %(objectname) %(committerdate:unix)", "refs/pilot/tasks/")
+    found: dict[str, tuple[str, int]] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        ref, _, rest = line.partition(" ")
+        tip, _, when = rest.partition(" ")
+        tid = ref[len("refs/pilot/tasks/"):]
+        if _ID.match(tid):
+            found[tid] = (tip, int(when) if when.isdigit() else 0)
+    return found
+
+
+def local_files(repo: Repo, tid: str) -> list[Path]:
+    """The files git pilot keeps for a task outside its ref: the capsule, manifest, delta and plan
+    in each worktree's ``<git dir>/pilot/``, the capsule stamps naming it, its check logs and
+    review rounds under ``<git common dir>/pilot/``."""
+    common = repo.common_dir
+    git_dirs = [common, *sorted(p for p in (common / "worktrees").glob("*") if p.is_dir())]
+    found: list[Path] = []
+    for gd in git_dirs:
+        pilot = gd / "pilot"
+        found += [pilot / f"{stem}-{tid}{ext}" for stem, ext in (("capsule", ".md"), ("capsule", ".json"),
+                                                                 ("delta", ".md"), ("plan", ".md"))]
+        found += [s for s in sorted(pilot.glob("capsule-*.stamp")) if _stamp_names(s, tid)]
+    found += [repo.pilot_dir / "checks" / tid, repo.pilot_dir / "review" / tid, repo.pilot_dir / "run" / f"{tid}.json"]
+    return [p for p in found if p.exists()]
+
+
+def _stamp_names(path: Path, tid: str) -> bool:
+    import marshal
+
+    try:
+        with open(path, "rb") as fh:
+            stamp = marshal.load(fh)
+    except (OSError, ValueError, EOFError, TypeError):
+        return False
+    return isinstance(stamp, dict) and stamp.get("task_id") == tid
+
+
+def forget(repo: Repo, item: Forgettable) -> bool:
+    """Delete the task's ref (only if it still has the value judged) and its local files.
+    False when the ref moved meanwhile (then nothing is removed)."""
+    import shutil
+
+    proc = repo.git_proc("update-ref", "-m", "git pilot tasks forget", "-d", TaskStore.ref(item.tid), item.tip)
+    if proc.returncode != 0:
+        return False
+    for path in item.files:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    _drop_task_file_entries(repo, item.tid)
+    return True
+
+
+def _drop_task_file_entries(repo: Repo, tid: str) -> None:
+    """``<common>/pilot/task-files.json`` maps task files to the id of their last text."""
+    import json
+    import os
+
+    index = repo.pilot_dir / "task-files.json"
+    try:
+        known = json.loads(index.read_text("utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(known, dict) or tid not in known.values():
+        return
+    kept = {k: v for k, v in known.items() if v != tid}
+    tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(kept, sort_keys=True), "utf-8")
+    os.replace(tmp, index)

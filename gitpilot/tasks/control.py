@@ -115,6 +115,7 @@ def summaries(repo: Repo) -> list[dict[str, Any]]:
             "session": cur.get("session_id"),
             "short_id": cur.get("short_id"),
             "mode": cur.get("mode"),
+            "session_started": cur.get("started"),
             "pr": state["pr"],
             "ci": state["ci"],
             "blockers": list(state["blockers"]),
