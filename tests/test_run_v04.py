@@ -2,7 +2,7 @@
 prompt word for word, no LeanLoop allow-list entries, no LeanLoop instruction, and every
 continuation a new session with that prompt (``claude respawn`` only restarts a live background
 worker, so it is no way back into a stopped conversation). Fixed review rounds with LeanLoop off
-are tests/test_review_budget.py::test_leanloop_disabled_keeps_the_fixed_max_rounds."""
+are tests/test_review_budget.py::test_leanloop_disabled_restores_fixed_rounds."""
 
 from __future__ import annotations
 
