@@ -218,7 +218,7 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
             break
     progress.clear()
     lost: PilotError | None = None
-    _write_scoped_trees(repo, scoped_trees, to_record)
+    _write_scoped_trees(repo, scoped_trees, to_record, outcomes)
     if to_record:
         try:
             _store(repo, trust, to_record)
@@ -237,7 +237,8 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
     return WorktreeRun(outcomes, first, snap, lost)
 
 
-def _write_scoped_trees(repo: Repo, scoped: dict[str, tuple[str, Scope]], to_record: dict[str, list[Record]]) -> None:
+def _write_scoped_trees(repo: Repo, scoped: dict[str, tuple[str, Scope]], to_record: dict[str, list[Record]],
+                        outcomes: list[Outcome]) -> None:
     """Write the scoped trees that get records (the hit path only hashes them), so stock git can
     show what a scoped pass was keyed by; git's id must be the one hashed, or nothing is recorded."""
     for tree, (full, scope) in sorted(scoped.items()):
@@ -249,6 +250,10 @@ def _write_scoped_trees(repo: Repo, scoped: dict[str, tuple[str, Scope]], to_rec
         if written != tree:
             output.err(f"warning: scoped tree {tree[:12]} hashed differently by git ({written[:12]}); not recorded")
             to_record.pop(tree, None)
+            for o in outcomes:
+                if o.tree == tree and o.recorded:
+                    o.recorded = False
+                    o.not_recorded_reason = "not recorded: its scoped tree id could not be confirmed by git"
 
 
 def reused_outcomes(repo: Repo, cfg: Config, checks: list[CheckSpec], snap: Snapshot) -> list[Outcome] | None:
