@@ -209,3 +209,23 @@ def test_a_scoped_check_from_init_reuses_its_pass_after_a_docs_edit(tmp_path: Pa
     (repo / "README.md").write_text("# changed\n")
     again = run_pilot("check", "--explain", cwd=repo)
     assert "(reused: passed" in again.stdout and "scope src/**, .pre-commit-config.yaml" in again.stdout
+
+
+@pytest.mark.parametrize(("written", "kind", "check"), [
+    ("cargo fmt --all", "format-check", "cargo fmt --all --check"),
+    ("cargo fmt --all -- --config x=1", "format-check", "cargo fmt --all --check -- --config x=1"),
+    ("cargo clippy --fix --allow-dirty", "lint", "cargo clippy"),
+    ("prettier --write .", "format-check", "prettier --check ."),
+    ("eslint --fix .", "lint", "eslint ."),
+    ("uv run --group typing mypy src", "typecheck", "uv run --group typing mypy src"),
+    ("python -m pytest -x", "tests", "python -m pytest -x"),
+    ("tox -l", None, "tox -l"),
+    ("npm ci && npm test", None, "npm ci && npm test"),
+    ("make test | tee log", None, "make test | tee log"),
+    ("pnpm install", None, "pnpm install"),
+    ("cargo build --release", None, "cargo build --release"),
+])
+def test_a_command_as_written_and_as_a_check_runs_it(written: str, kind: str | None, check: str) -> None:
+    from gitpilot.checks.infer import command_kind
+
+    assert command_kind(written) == (kind, check)

@@ -150,7 +150,10 @@ def _tool_kind(words: list[str]) -> tuple[str | None, list[str]]:
         if sub == "clippy":
             return "lint", [w for w in words if w not in ("--fix", "--allow-dirty", "--allow-staged")]
         if sub == "fmt":
-            return "format-check", words if "--check" in words else [*words, "--check"] if "--" not in words else words
+            if "--check" in words:
+                return "format-check", words
+            at = words.index("--") if "--" in words else len(words)  # cargo's own flag, before rustfmt's
+            return "format-check", [*words[:at], "--check", *words[at:]]
         if sub == "check":
             return "typecheck", words
         return None, words
@@ -207,6 +210,7 @@ def command_kind(cmd: str, scripts: dict[str, str] | None = None) -> tuple[str |
 
 
 def _never_words(words: list[str]) -> bool:
+    """A part of ``a && b`` that sets something up (``npm ci``, ``uv sync``, ``pip install``)."""
     return any(w.lower() in ("install", "i", "ci", "add", "sync", "clean", "dev", "serve", "start", "watch")
                for w in words[1:2])
 
