@@ -124,3 +124,19 @@ def test_a_failing_budget_recorder_never_blocks_the_push(tmp_path: Path) -> None
     log = (repo / ".git" / "pilot" / "logs" / "hooks.log").read_text()
     assert f"RuntimeError: budget broke on {head}" in log
     assert git(remote, "rev-parse", "main").strip() == head
+
+
+def test_a_scoped_gate_check_that_passed_on_its_files_is_not_rerun_for_a_docs_commit(
+        tmp_path: Path, pilot_on_path: Path) -> None:
+    repo, remote = project(tmp_path)
+    cfg = repo / ".gitpilot.toml"
+    cfg.write_text(cfg.read_text().replace('run = "sh check.sh"', 'run = "sh check.sh"\nfiles = ["check.sh", "ok"]'))
+    runs = tmp_path / "runs"
+    commit_ok(repo)
+    assert run_pilot("check", cwd=repo, env={"RUNS": str(runs)}).returncode == 0
+    (repo / "README.md").write_text("# docs only\n")
+    git(repo, "add", "README.md", ".gitpilot.toml")
+    git(repo, "commit", "-q", "-m", "docs and the scope")
+    res = push(repo, runs, "main")
+    assert res.returncode == 0, res.stderr
+    assert "already passed" in res.stderr and runs.read_text() == "ran\n"  # not run again for the docs commit
