@@ -278,7 +278,10 @@ def _render_plain(outcomes: list[Outcome]) -> None:
     for o in outcomes:
         output.out(f"$ {shown_command(o.check.run)}")
         if o.log_path is not None:
-            output.write(o.log_path.read_bytes())
+            from gitpilot.checks.logscan import file_chunks
+
+            for chunk in file_chunks(o.log_path):
+                output.write(chunk)
         verdict = "passed" if o.result == "pass" else ("timed out" if o.timed_out else f"failed (exit {o.exit_code})")
         output.out(f"{o.check.name}: {verdict}")
 
@@ -325,14 +328,14 @@ def _run_one(repo: Repo, cfg: Config, check: CheckSpec, run_dir: Path, progress:
     outcome = Outcome(check, "pass" if ok else "fail", seconds=res.seconds, exit_code=res.exit_code,
                       timed_out=res.timed_out, log_path=res.log_path, log_size=res.log_size, reason=reason,
                       flaky=flaky, minutes=float(minutes))
-    data = res.log_path.read_bytes()
     from gitpilot.checks import excerpt as ex
 
+    # The log is read in blocks, never whole: a check can print hundreds of megabytes.
     if ok:
-        outcome.passed_count = ex.count_passed(data.decode("utf-8", "replace"))
+        outcome.passed_count = ex.count_passed_file(res.log_path)
     else:
-        exc = ex.make_excerpt(data, int(cfg.get("leanloop.checks.failure_excerpt_lines")),
-                              int(cfg.get("leanloop.checks.failure_excerpt_bytes")))
+        exc = ex.excerpt_of_file(res.log_path, int(cfg.get("leanloop.checks.failure_excerpt_lines")),
+                                 int(cfg.get("leanloop.checks.failure_excerpt_bytes")))
         outcome.excerpt, outcome.excerpt_shown, outcome.excerpt_total = list(exc.lines), exc.shown, exc.total
     return outcome
 
