@@ -8,6 +8,8 @@ at most +30 ms on checkout and +60 ms on commit. The installed shims must call t
 interpreter by absolute path (a pyenv shim on PATH costs ~80 ms a call); this is checked.
 The detached job a hook starts (post-checkout: cache refresh) runs after git returns; its
 own duration is measured separately, and each timed run waits for the previous one's job.
+``--husky`` times husky v9's layout instead: git pilot's own hooks directory, which runs
+``.husky/_``'s hooks first and forwards the others, against husky alone.
 """
 
 from __future__ import annotations
@@ -27,8 +29,28 @@ CHECKOUT_TARGET_MS = 30.0
 COMMIT_TARGET_MS = 60.0
 
 
-def _prepare(root: Path, files: int) -> Path:
+HUSKY_NAMES = ("pre-commit", "pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-commit",
+               "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-rebase", "post-rewrite",
+               "post-checkout", "post-merge", "pre-push", "pre-auto-gc")
+
+
+def husky_layout(repo: Path) -> None:
+    """husky v9's layout (its dispatcher from fixtures/, no user scripts): core.hooksPath=.husky/_."""
+    underscore = repo / ".husky" / "_"
+    underscore.mkdir(parents=True)
+    (underscore / ".gitignore").write_text("*")
+    runner = Path(__file__).resolve().parents[1] / "fixtures" / "hook-managers" / "husky-v9-h"
+    (underscore / "h").write_bytes(runner.read_bytes())
+    for name in HUSKY_NAMES:
+        (underscore / name).write_text('#!/usr/bin/env sh\n. "$(dirname "$0")/h"')
+        (underscore / name).chmod(0o755)
+    git(repo, "config", "core.hooksPath", ".husky/_")
+
+
+def _prepare(root: Path, files: int, husky: bool = False) -> Path:
     repo = synthetic_repo(root / "repo", files=files)
+    if husky:
+        husky_layout(repo)
     for i in range(5):
         (repo / f"doc{i}.md").write_text(f"# Doc {i}\n\n## Rules\n\nText {i}.\n")
     (repo / ".gitpilot.toml").write_text('[[check]]\nname = "tests"\nrun = "true"\n')
@@ -49,7 +71,8 @@ def _prepare(root: Path, files: int) -> Path:
 
 
 def _interpreter(repo: Path) -> str:
-    text = (repo / ".git" / "hooks" / "post-checkout").read_text()
+    hooks = git(repo, "rev-parse", "--git-path", "hooks").decode().strip()
+    text = (repo / hooks / "post-checkout").read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith("PILOT_PYTHON="))
     exe = line.partition("=")[2].strip("'")
     if not os.path.isabs(exe) or "shims" in exe.split(os.sep):
@@ -71,11 +94,12 @@ def _settle(repo: Path) -> None:
     time.sleep(0.3)
 
 
-def measure(repo: Path, rounds: int, warmup: int) -> dict[str, list[float]]:
+def measure(repo: Path, rounds: int, warmup: int, husky: bool = False) -> dict[str, list[float]]:
     empty = repo.parent / "no-hooks"
     empty.mkdir(exist_ok=True)
     e = env()
-    plain = ["git", "-c", f"core.hooksPath={empty}"]
+    # With --husky the other side is husky alone: what git pilot adds on top of it.
+    plain = ["git", "-c", "core.hooksPath=.husky/_" if husky else f"core.hooksPath={empty}"]
     samples: dict[str, list[float]] = {"checkout_hooks": [], "checkout_plain": [], "commit_hooks": [],
                                        "commit_plain": []}
     target = repo / "pkg000" / "mod00000.py"
@@ -118,17 +142,20 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--husky", action="store_true",
+                    help="husky v9's layout: git pilot's own hooks directory, chained to .husky/_, "
+                         "against husky alone")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
-        repo = _prepare(Path(tmp), args.files)
+        repo = _prepare(Path(tmp), args.files, args.husky)
         exe = _interpreter(repo)
-        samples = measure(repo, args.rounds, args.warmup)
+        samples = measure(repo, args.rounds, args.warmup, args.husky)
         job = detached_job(repo, exe, max(5, args.rounds // 2))
     med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
     checkout_added = med["checkout_hooks"] - med["checkout_plain"]
     commit_added = med["commit_hooks"] - med["commit_plain"]
     result = {
-        "files": args.files, "rounds": args.rounds, "interpreter": exe,
+        "files": args.files, "rounds": args.rounds, "interpreter": exe, "husky": args.husky,
         "checkout_plain_ms": round(med["checkout_plain"], 1),
         "checkout_hooks_ms": round(med["checkout_hooks"], 1),
         "checkout_added_ms": round(checkout_added, 1), "checkout_target_ms": CHECKOUT_TARGET_MS,
@@ -144,6 +171,8 @@ def main(argv: list[str]) -> int:
     print(f"repository: {args.files} files, branches differing in 200 files; medians of {args.rounds} rounds "
           f"(each: 2 checkouts per side, 1 commit per side, alternating)")
     print(f"hooks call {exe}")
+    if args.husky:
+        print("layout: husky v9 (.husky/_); 'no hooks' is husky alone, 'hooks' is git pilot's directory chained to it")
     for what, target in (("checkout", CHECKOUT_TARGET_MS), ("commit", COMMIT_TARGET_MS)):
         print(f"git {what:<10} no hooks {med[what + '_plain']:7.1f} ms   hooks {med[what + '_hooks']:7.1f} ms"
               f"   added {med[what + '_hooks'] - med[what + '_plain']:+6.1f} ms (target <= +{target:.0f})")

@@ -18,46 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo, run_pilot
+from conftest import REPO_ROOT, git, make_repo, run_pilot
 from test_hooks import EVENTS, calls, install, point_hooks_at, recorder, sh
 
-# husky v9's dispatcher (.husky/_/h) and the two lines it writes for every hook, as husky 9.1 does.
-HUSKY_H = """#!/usr/bin/env sh
-[ "$HUSKY" = "2" ] && set -x
-n=$(basename "$0")
-s=$(dirname "$(dirname "$0")")/$n
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+from bench.hooks import husky_layout  # noqa: E402  (husky v9's layout, shared with the benchmark)
 
-[ ! -f "$s" ] && exit 0
-
-i="${XDG_CONFIG_HOME:-$HOME/.config}/husky/init.sh"
-[ -f "$i" ] && . "$i"
-
-[ "${HUSKY-}" = "0" ] && exit 0
-
-export PATH="node_modules/.bin:$PATH"
-sh -e "$s" "$@"
-c=$?
-
-[ $c != 0 ] && echo "husky - $n script failed (code $c)"
-[ $c = 127 ] && echo "husky - command not found in PATH=$PATH"
-exit $c
-"""
-HUSKY_HOOK = '#!/usr/bin/env sh\n. "$(dirname "$0")/h"'
-HUSKY_NAMES = ("pre-commit", "pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-commit",
-               "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-rebase", "post-rewrite",
-               "post-checkout", "post-merge", "pre-push", "pre-auto-gc")
-
-
-def husky_layout(repo: Path) -> None:
-    """What `husky` (v9) does: .husky/_ with the dispatcher, ignored; core.hooksPath pointed at it."""
-    underscore = repo / ".husky" / "_"
-    underscore.mkdir(parents=True)
-    (underscore / ".gitignore").write_text("*")
-    (underscore / "h").write_text(HUSKY_H)
-    for name in HUSKY_NAMES:
-        (underscore / name).write_text(HUSKY_HOOK)
-        (underscore / name).chmod(0o755)
-    git(repo, "config", "core.hooksPath", ".husky/_")
+HUSKY_HOOK = '#!/usr/bin/env sh\n. "$(dirname "$0")/h"'  # what husky writes for every hook
 
 
 def bare_remote(tmp_path: Path, repo: Path) -> Path:

@@ -135,6 +135,11 @@ def test_no_process_of_git_pilots_opens_a_credential_file(tmp_path: Path) -> Non
         assert res.returncode == 0, res.stderr
         assert opened_credentials(trace, repo) == [], args
         assert needed in trace.read_text(), args
+    # The warm source map: the stored map is served, and git's status still opens none of them
+    # (nothing rewrote the index, so its entries are still racily clean).
+    res, trace = traced(tmp_path, repo, "sourcemap", "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["cached"] is True, res.stdout
+    assert opened_credentials(trace, repo) == []
 
 
 def test_a_credential_file_behind_a_harmless_named_symlink_is_never_read(tmp_path: Path) -> None:

@@ -179,7 +179,8 @@ def _chain(repo: Repo, previous: Path, spec: str, exe: str, lib: str) -> list[st
             lines.append(f"hooks: took git pilot's hooks out of {spec} and put yours back")
     own.mkdir(parents=True, exist_ok=True)
     wanted = {e: render(e, exe, lib, spec) for e in EVENTS}
-    wanted.update({name: render("forward", exe, lib, spec) for name in chain.wanted(repo, spec)})
+    if spec:
+        wanted.update({name: render("forward", exe, lib, spec) for name in chain.wanted(repo, spec)})
     changed = [name for name, data in wanted.items() if _put(own / name, data)]
     for stale in sorted(set(chain.FORWARDED_IF_PRESENT) - set(wanted)):
         current = _read(own / stale)

@@ -23,7 +23,35 @@ import re
 from dataclasses import dataclass, field
 
 # -- languages -------------------------------------------------------------------------------
-from gitpilot.optimizer.languages import HEADER_EXTS, LANG_BY_EXT  # (kept importable from here)
+LANG_BY_EXT: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "js",
+    ".jsx": "js",
+    ".mjs": "js",
+    ".cjs": "js",
+    ".ts": "js",
+    ".tsx": "js",
+    ".mts": "js",
+    ".cts": "js",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".c++": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".hxx": "cpp",
+    ".h++": "cpp",
+    ".ipp": "cpp",
+    ".rb": "ruby",
+    ".rake": "ruby",
+}
+HEADER_EXTS = frozenset({".h", ".hh", ".hpp", ".hxx", ".h++"})
 
 
 def language_of(path: str) -> str | None:

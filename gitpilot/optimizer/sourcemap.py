@@ -592,7 +592,7 @@ def parse(text: str) -> dict[str, Any]:
 
 @dataclass
 class Probe:
-    """What three parallel git calls say: the worktree root, HEAD's tree when nothing tracked
+    """What the probe's git calls say: the worktree root, HEAD's tree when nothing tracked
     differs from it (untracked files cannot make the map stale: it covers tracked files),
     and the note stored on that tree."""
 
@@ -602,7 +602,8 @@ class Probe:
 
 
 def probe(cwd: Path) -> Probe:
-    """One round of git: ``status`` (tracked source files only), ``rev-parse`` and ``notes show`` at once."""
+    """Two rounds of git: ``rev-parse`` and ``notes show`` at once, then ``status`` (tracked files
+    only, credential files left out)."""
     from gitpilot.gitrun import clean_env
 
     env = clean_env()
@@ -612,31 +613,61 @@ def probe(cwd: Path) -> Probe:
             ["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
 
-    # Only the files a map is made of (and .gitattributes, which can exclude them): git re-reads
-    # a file whose stat data it cannot trust, and must never open a credential file for us. No
-    # index write either (--no-optional-locks): writing it re-reads every racily clean file.
-    from gitpilot.optimizer.languages import LANG_BY_EXT
-
-    specs = [f":(top,glob,icase)**/*{ext}" for ext in sorted(LANG_BY_EXT)] + [":(top,glob)**/.gitattributes"]
     procs = [
-        start("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules=all",
-              "--", *specs),
-        start("rev-parse", "--show-toplevel", "HEAD^{tree}"),
+        start("rev-parse", "--show-toplevel", "--absolute-git-dir", "HEAD^{tree}"),
         start("notes", f"--ref={NOTES_REF}", "show", "HEAD^{tree}"),
     ]
-    (status, s_rc), (where, w_rc), (note, n_rc) = [(p.communicate()[0], p.returncode) for p in procs]
+    (where, w_rc), (note, n_rc) = [(p.communicate()[0], p.returncode) for p in procs]
     lines = where.decode("utf-8", "surrogateescape").splitlines()
-    if w_rc != 0 or len(lines) != 2:
+    if w_rc != 0 or len(lines) != 3:
         top = lines[0] if lines and lines[0].startswith("/") else None  # an unborn HEAD still has a root
         return Probe(Path(top) if top else None, None, None)
-    tree = lines[1].strip() if s_rc == 0 and not status.strip() else None
+    root = Path(lines[0])
+    # git re-reads every file whose stat data it cannot trust (all of a fresh clone): it is told
+    # to leave the credential files out, and not to write the index (--no-optional-locks), since
+    # writing it re-reads every racily clean file whatever the pathspec.
+    excludes = [f":(top,exclude,literal){p}" for p in credential_paths(root, Path(lines[1]))]
+    status = subprocess.run(
+        ["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=no",
+         "--ignore-submodules=all", *(["--", ":(top)", *excludes] if excludes else [])],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    tree = lines[2].strip() if status.returncode == 0 and not status.stdout.strip() else None
     text = None
     if n_rc == 0 and tree is not None:
         try:
             text = note.decode("utf-8")
         except UnicodeDecodeError:
             pass  # we store UTF-8 only: not our map, so it is rebuilt
-    return Probe(Path(lines[0]), tree, text)
+    return Probe(root, tree, text)
+
+
+def credential_paths(root: Path, git_dir: Path) -> list[str]:
+    """The tracked credential-named files, kept in ``<git dir>/pilot/sourcemap-credentials`` for
+    as long as the index is the same file (judging 20,000 names costs tens of milliseconds)."""
+    try:
+        st = os.stat(git_dir / "index")
+    except FileNotFoundError:
+        return []
+    sig = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()
+    cache = git_dir / "pilot" / "sourcemap-credentials"
+    try:
+        head, _, rest = cache.read_bytes().partition(b"\n")
+        if head == sig:
+            return [p.decode("utf-8", "surrogateescape") for p in rest.split(b"\0") if p]
+    except OSError:
+        pass
+    from gitpilot.redact import is_credential_filename
+
+    listing = run_git(["ls-files", "-z"], root).stdout.decode("utf-8", "surrogateescape")
+    found = sorted(p for p in listing.split("\0") if p and is_credential_filename(p))
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(sig + b"\n" + b"\0".join(p.encode("utf-8", "surrogateescape") for p in found))
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only git dir: judged again next time
+    return found
 
 
 def _usable(note: str | None, tree: str, budget: int) -> bool:
