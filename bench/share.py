@@ -4,7 +4,8 @@ The fork (issue 13, item 10) holds 330,000 valid check-record lines on 100,001 t
 note of about 50 MB on the victim's own tree and 100,000 one-line notes on other objects,
 written with ``git fast-import``. A fresh clone pulls them (``git pilot share pull``), then runs
 ``git pilot check`` on that tree. Each is timed once, with its peak resident memory (the
-largest process: ``wait4``'s ``ru_maxrss``) and the loose objects the pull added. The fork
+largest process) and the loose objects the pull added; the same two checks run in a clone
+that never pulled, for comparison. The fork
 trusts nothing here, so every record is untrusted data.
 
 ``--src PATH`` runs the git pilot of another checkout (e.g. the commit before the bounds) for
@@ -102,6 +103,11 @@ def main(argv: list[str]) -> int:
         tmp = Path(tmpname)
         fork, tree = hostile_fork(tmp, args.big_lines, args.small_notes)
         note_mb = len(git(fork, "cat-file", "blob", f"refs/notes/pilot/checks:{tree[:2]}/{tree[2:]}")) / 1e6
+        # The same check in a clone that never pulled: what a check costs without the fork's notes.
+        control = tmp / "control"
+        git(tmp, "clone", "-q", str(fork), str(control))
+        control_s, control_mb, _ = measured([*pilot, "check"], control, e)
+        control_hit_s, control_hit_mb, _ = measured([*pilot, "check"], control, e)
         victim = tmp / "victim"
         git(tmp, "clone", "-q", str(fork), str(victim))
         loose_before = loose_kib(victim)
@@ -115,6 +121,8 @@ def main(argv: list[str]) -> int:
               "loose_added_mib": round(loose_added / 1024, 1), "check_s": round(check_s, 2),
               "check_peak_mib": round(check_mb), "second_check_s": round(again_s, 2),
               "second_check_peak_mib": round(again_mb), "lines_kept_on_tree": kept,
+              "control_check_s": round(control_s, 2), "control_check_peak_mib": round(control_mb),
+              "control_second_check_s": round(control_hit_s, 2), "control_second_check_peak_mib": round(control_hit_mb),
               "pull_said": pull_out.strip().splitlines()}
     if args.json:
         print(json.dumps(result, sort_keys=True))
