@@ -132,12 +132,17 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
         return run_range(repo, cfg, checks, opts)
     run = check_worktree(repo, cfg, checks, opts)
     outcomes = run.outcomes
+    skipped = [c.name for c in run.skipped]
     if opts.json:
-        output.out(json.dumps(_as_json(run.first.full, run.final.full, outcomes, opts), indent=2, sort_keys=True))
+        data = _as_json(run.first.full, run.final.full, outcomes, opts)
+        data["skipped"] = skipped  # not run: --bail stopped at a failure before them
+        output.out(json.dumps(data, indent=2, sort_keys=True))
     elif not cfg.get("leanloop.enabled"):
         _render_plain(outcomes)
+        if skipped:
+            output.out(bail_line(skipped))
     else:
-        for line in render(outcomes, opts.explain):
+        for line in render(outcomes, opts.explain, skipped):
             output.out(line)
     if run.lost is not None:
         output.err(f"git pilot: check results not recorded: {run.lost}")
@@ -148,14 +153,15 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
 class WorktreeRun:
     """The outcomes of one pass over the checks in one working tree, and its states before and after."""
 
-    __slots__ = ("outcomes", "first", "final", "lost")
+    __slots__ = ("outcomes", "first", "final", "lost", "skipped")
 
     def __init__(self, outcomes: list[Outcome], first: Snapshot, final: Snapshot,
-                 lost: PilotError | None = None) -> None:
+                 lost: PilotError | None = None, skipped: list[CheckSpec] | None = None) -> None:
         self.outcomes = outcomes
         self.first = first
         self.final = final
         self.lost = lost  # why the results could not be recorded (a stale lock, a failed signature)
+        self.skipped = skipped or []  # the checks --bail did not run
 
 
 def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: CheckOptions) -> WorktreeRun:
@@ -176,7 +182,8 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
     progress.active = progress.active and not opts.json and opts.progress
     email: str | None = None
     run_dir: Path | None = None
-    for check in checks:
+    skipped: list[CheckSpec] = []
+    for n, check in enumerate(checks):
         key = key_hash(check)
         tree = snap.tree_for(check)
         seen = records[tree] + to_record.get(tree, [])  # a check listed twice reuses this run's pass
@@ -215,6 +222,7 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
             snap = after
             records = load_records_of(repo, snap.trees())
         if outcome.result == "fail" and opts.bail:
+            skipped = checks[n + 1 :]
             break
     progress.clear()
     lost: PilotError | None = None
@@ -234,7 +242,7 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
         from gitpilot.efficiency import record_checks  # quiet-check savings; a cache hit never gets here
 
         record_checks(repo, outcomes)
-    return WorktreeRun(outcomes, first, snap, lost)
+    return WorktreeRun(outcomes, first, snap, lost, skipped)
 
 
 def _write_scoped_trees(repo: Repo, scoped: dict[str, tuple[str, Scope]], to_record: dict[str, list[Record]],
@@ -357,7 +365,12 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def render(outcomes: list[Outcome], explain: bool) -> list[str]:
+def bail_line(skipped: list[str]) -> str:
+    return f"skipped (--bail): {', '.join(skipped)}"
+
+
+def render(outcomes: list[Outcome], explain: bool, skipped: list[str] | None = None) -> list[str]:
+    """The text output; ``skipped``: the checks --bail did not run, named before the summary."""
     lines: list[str] = []
     for o in outcomes:
         cmd = shown_command(o.check.run)
@@ -390,6 +403,9 @@ def render(outcomes: list[Outcome], explain: bool) -> list[str]:
     reused = sum(1 for o in outcomes if o.reused is not None)
     if reused:
         summary += f" ({reused} reused)"
+    if skipped:
+        lines.append(bail_line(skipped))
+        summary += f", {len(skipped)} skipped"
     if failed:
         summary += f" · full log: git pilot check --log {failed[0].check.name}"
     lines.append(summary)
@@ -437,11 +453,15 @@ def _as_json(tree: str, final_tree: str, outcomes: list[Outcome], opts: CheckOpt
 
 
 def latest_log(repo: Repo, cfg: Config, selector: str) -> Path:
-    """The stored log of a check's latest run (any task), for ``--log``."""
+    """The stored log of a check's latest run (any task), for ``--log``; the partial log of an
+    interrupted run (``NN-name.interrupted.log``) when that run is the latest."""
+    from gitpilot.checks.runner import interrupted_name
+
     check = cfg.check(selector)
     base = repo.pilot_dir / "checks"
     name = log_file_name(check)
-    candidates = [p for p in base.glob(f"*/*/{name}")] if base.exists() else []
+    names = (name, interrupted_name(Path(name)).name)
+    candidates = [p for n in names for p in base.glob(f"*/*/{n}")] if base.exists() else []
     if not candidates:
         raise PilotError(f"no stored log for check {check.name!r}: it has not run here (git pilot check --only {check.name})")
     return max(candidates, key=lambda p: (p.parent.name, str(p)))

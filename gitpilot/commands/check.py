@@ -61,6 +61,8 @@ def show_log(selector: str, raw: bool = False) -> int:
 
     repo = Repo.discover(Path.cwd())
     path = latest_log(repo, load(repo.workdir), selector)
+    if path.name.endswith(".interrupted.log"):
+        output.err(f"note: the latest run of this check was interrupted; its log is partial ({path})")
     with open(path, "rb") as fh:
         if raw:
             while chunk := fh.read(1 << 16):
