@@ -81,37 +81,49 @@ def _pathspecs(globs: Sequence[str]) -> list[str]:
 
 def tree_id_of_entries(entries: bytes) -> str:
     """The id git gives the tree of these index entries (``git ls-files -s -z`` output), worked
-    out without writing anything: git's tree format, entries sorted with directories as ``name/``."""
+    out without writing anything.
+
+    One pass: the index lists paths in git's tree order (a path compares as its directories
+    joined by ``/``), so each directory's entries arrive together and in order; a directory's
+    tree is hashed when the listing leaves it.
+    """
+    from binascii import unhexlify
+
     try:  # the bare sha1 module: hashlib (and OpenSSL) cost ~10 ms of import on the cache-hit path
         from _sha1 import sha1  # type: ignore[import-not-found]
     except ImportError:
         from hashlib import sha1
 
-    root: dict[bytes, Any] = {}
+    stack: list[tuple[bytes, list[bytes]]] = [(b"", [])]  # open directories: (path, entries so far)
+
+    def close() -> None:
+        path, items = stack.pop()
+        body = b"".join(items)
+        digest: bytes = sha1(b"tree %d\0" % len(body) + body).digest()
+        stack[-1][1].append(b"40000 " + path.rpartition(b"/")[2] + b"\0" + digest)
+
     for rec in entries.split(b"\0"):
         if not rec:
             continue
         meta, _, path = rec.partition(b"\t")
         mode, oid, _stage = meta.split(b" ")
-        *dirs, name = path.split(b"/")
-        node = root
-        for d in dirs:
-            node = node.setdefault(d, {})
-        node[name] = (mode, bytes.fromhex(oid.decode()))
-
-    def digest(node: dict[bytes, Any]) -> bytes:
-        items = []
-        for name, value in node.items():
-            if isinstance(value, dict):
-                items.append((name + b"/", b"40000 " + name + b"\0" + digest(value)))
-            else:
-                items.append((name, value[0] + b" " + name + b"\0" + value[1]))
-        items.sort(key=lambda item: item[0])
-        body = b"".join(entry for _, entry in items)
-        tree_id: bytes = sha1(b"tree %d\0" % len(body) + body).digest()
-        return tree_id
-
-    return digest(root).hex() if root else EMPTY_TREE
+        parent, _, name = path.rpartition(b"/")
+        while stack[-1][0] and parent != stack[-1][0] and not parent.startswith(stack[-1][0] + b"/"):
+            close()
+        here = stack[-1][0]
+        if parent != here:
+            rest = parent[len(here) + 1:] if here else parent
+            for part in rest.split(b"/"):
+                here = here + b"/" + part if here else part
+                stack.append((here, []))
+        stack[-1][1].append(mode + b" " + name + b"\0" + unhexlify(oid))
+    if len(stack) == 1 and not stack[0][1]:
+        return EMPTY_TREE
+    while len(stack) > 1:
+        close()
+    body = b"".join(stack[0][1])
+    tree_id: bytes = sha1(b"tree %d\0" % len(body) + body).digest()
+    return tree_id.hex()
 
 
 def _unsupported(stderr: str) -> str | None:
