@@ -219,6 +219,7 @@ def test_a_scoped_check_from_init_reuses_its_pass_after_a_docs_edit(tmp_path: Pa
     ("eslint --fix .", "lint", "eslint ."),
     ("uv run --group typing mypy src", "typecheck", "uv run --group typing mypy src"),
     ("python -m pytest -x", "tests", "python -m pytest -x"),
+    ('pytest -m "not slow"', "tests", 'pytest -m "not slow"'),  # kept as written, quoting and all
     ("tox -l", None, "tox -l"),
     ("npm ci && npm test", None, "npm ci && npm test"),
     ("make test | tee log", None, "make test | tee log"),

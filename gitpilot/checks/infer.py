@@ -206,7 +206,9 @@ def command_kind(cmd: str, scripts: dict[str, str] | None = None) -> tuple[str |
         i += 1  # leading VAR=value assignments stay in the command
     env, body = words[:i], words[i:]
     kind, rewritten = _body_kind(body, scripts)
-    return kind, shlex.join([*env, *rewritten]) if kind else cmd
+    if kind is None or rewritten == body:
+        return kind, cmd  # as written, quoting and all
+    return kind, shlex.join([*env, *rewritten])
 
 
 def _never_words(words: list[str]) -> bool:

@@ -38,9 +38,9 @@ def render_template(checks: list[Proposal]) -> str:
             lines = [f"# from {_comment(p.origin)}"]
             if p.note:
                 lines.append(f"# ({_comment(p.note)})")
-            lines += ["[[check]]", f"name = {json.dumps(check_name(p))}", f"run = {json.dumps(p.run)}"]
+            lines += ["[[check]]", f"name = {json.dumps(check_name(p))}", f"run = {json.dumps(p.run, ensure_ascii=False)}"]
             if p.files:
-                lines.append(f"files = {json.dumps(list(p.files))}  # the files pre-commit's files: selects, and the root configs")
+                lines.append(f"files = {json.dumps(list(p.files), ensure_ascii=False)}  # the files pre-commit's files: selects, and the root configs")
             blocks.append("\n".join(lines) + "\n")
         body = "\n".join(blocks)
     else:
