@@ -126,3 +126,16 @@ def test_an_empty_range_says_so(tmp_path: Path) -> None:
     repo, counter, _ = _history(tmp_path)
     res = run_pilot("check", "--range", "HEAD..HEAD", cwd=repo)
     assert res.returncode == 0 and "range HEAD..HEAD: no commits" in res.stdout and _runs(counter) == []
+
+
+def test_a_killed_range_runs_worktree_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    repo, _counter, _shas = _history(tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = repo / ".git" / "pilot" / "range" / f"wt-{dead.pid}-1"
+    git(repo, "-c", "core.hooksPath=/dev/null", "worktree", "add", "-q", "--detach", str(stale), "HEAD")
+    assert str(stale) in git(repo, "worktree", "list")
+    res = run_pilot("check", "--range", "HEAD~1..HEAD", cwd=repo)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert str(stale) not in git(repo, "worktree", "list") and not stale.exists()
+    assert git(repo, "worktree", "list").count("\n") == 1

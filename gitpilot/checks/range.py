@@ -77,6 +77,7 @@ class Scratch:
         if self.path is None:
             base = self.repo.worktree_pilot_dir / "range"
             base.mkdir(parents=True, exist_ok=True)
+            self._drop_stale(base)
             self.path = base / f"wt-{os.getpid()}-{time.monotonic_ns()}"
             # No hooks in the temporary worktree: neither ours nor the user's post-checkout.
             self.repo.git("-c", "core.hooksPath=/dev/null", "worktree", "add", "--quiet", "--detach",
@@ -86,6 +87,17 @@ class Scratch:
             wt.git("-c", "core.hooksPath=/dev/null", "checkout", "--quiet", "--force", "--detach", sha, env=quiet)
             wt.git("clean", "-fdq")
         return Repo.discover(self.path)
+
+    def _drop_stale(self, base: Path) -> None:
+        """The temporary worktrees of range runs that were killed (their pid is gone)."""
+        from gitpilot.procs import alive
+
+        for entry in sorted(base.iterdir()):
+            parts = entry.name.split("-")
+            if len(parts) == 3 and parts[0] == "wt" and parts[1].isdigit() and not alive(int(parts[1])):
+                self.repo.git_proc("worktree", "remove", "--force", str(entry))
+                shutil.rmtree(entry, ignore_errors=True)
+        self.repo.git_proc("worktree", "prune")
 
     def remove(self) -> None:
         if self.path is not None:
