@@ -169,3 +169,40 @@ def test_the_codex_hook_imports_no_heavy_module(tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, "-c", probe], cwd=repo, input=json.dumps(payload).encode(),
                               capture_output=True, env=pilot_env())
         assert proc.stderr.decode() == "(0, [])"
+
+
+def codex_call(repo: Path, rollout: Path, session: str, call: str, command: str, output: str,
+               code: int) -> dict[str, Any]:
+    """A finished Codex shell call as Codex leaves it: the rollout record first, then the payload."""
+    record = {"type": "event_msg", "payload": {"type": "item_completed", "item": {
+        "type": "CommandExecution", "id": call, "command": ["/bin/bash", "-lc", command],
+        "status": "completed" if code == 0 else "failed", "aggregated_output": output, "exit_code": code}}}
+    with open(rollout, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+    return {"session_id": session, "turn_id": "t", "transcript_path": str(rollout), "cwd": str(repo),
+            "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+            "tool_response": output, "tool_use_id": call}
+
+
+def test_learned_alternatives_from_codex_sessions_reach_a_later_codex_session(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {".gitpilot.toml": "[optimizer]\nlearn = true\n"})
+
+    def event(session: str, name: str, **fields: Any) -> dict[str, Any]:
+        return {"session_id": session, "turn_id": "t", "transcript_path": str(tmp_path / f"{session}.jsonl"),
+                "cwd": str(repo), "hook_event_name": name, **fields}
+
+    for i in range(3):
+        sid = f"codex-{i}"
+        rollout = tmp_path / f"{sid}.jsonl"
+        assert hookfast.handle(event(sid, "SessionStart", source="startup"), agent="codex") is None
+        hookfast.handle(event(sid, "UserPromptSubmit", prompt="run the tests"), agent="codex")
+        hookfast.handle(codex_call(repo, rollout, sid, "c1", "pytest -q",
+                                   "/bin/bash: line 1: pytest: command not found\n", 127), agent="codex")
+        hookfast.handle(codex_call(repo, rollout, sid, "c2", "python3 -m pytest -q", "4 passed in 0.02s\n", 0),
+                        agent="codex")
+        hookfast.handle(event(sid, "Stop", stop_hook_active=False), agent="codex")
+    out = hookfast.handle(event("codex-later", "SessionStart", source="startup"), agent="codex")
+    assert out is not None
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert out["hookSpecificOutput"]["additionalContext"].endswith(
+        "- `pytest` is not available here (command not found); use `python3 -m pytest` instead.")
