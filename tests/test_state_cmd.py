@@ -190,13 +190,22 @@ def test_status_shows_a_scheduled_quota_resume(
         "session": "s-1",
         "provider": "claude",
     }
-    update_state(
-        Repo.discover(repo),
-        started,
-        lambda s: s.update(status="waiting-quota", quota_wait=wait),
-        "test: quota wait",
-    )
-    res = pilot(repo, "status", monkeypatch=monkeypatch, capsys=capsys)
+    r = Repo.discover(repo)
+    update_state(r, started, lambda s: s.update(status="waiting-quota", quota_wait=wait), "test: quota wait")
+    # "resume scheduled" is shown only while the ticket that schedules it is pending (issue 11 item 4).
+    from gitpilot.quota import tickets
+
+    tickets.write(r.pilot_dir, tickets.new_ticket(
+        project_root=r.workdir, git_dir=r.git_dir, branch="main", task_id=started, session="s-1",
+        provider="claude", reset_at=tickets.parse("2026-11-30T15:43:00Z"), grace_minutes=2,
+        now=tickets.parse("2026-11-30T12:00:00Z")))
+    monkeypatch.setenv("GIT_PILOT_NOW", "2026-11-30T12:00:00Z")
+    try:
+        res = pilot(repo, "status", monkeypatch=monkeypatch, capsys=capsys)
+    finally:  # the command re-armed a helper for the pending ticket: end it
+        from test_quota_observed import end_helper
+
+        end_helper(r.pilot_dir)
     assert (
         "waiting-quota — resume scheduled 2026-11-30T15:45:00Z (claude limit resets 2026-11-30T15:43:00Z; "
         "session s-1)"

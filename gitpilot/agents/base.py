@@ -39,6 +39,7 @@ ALLOWED_TOOLS = "allowed-tools"  # a per-session allow-list on the command line
 DENIED_TOOLS = "denied-tools"  # a per-session deny-list on the command line (Copilot --deny-tool)
 LIST_SESSIONS = "list-sessions"  # machine-readable list of live sessions
 STOP = "stop"  # stop a live session by id
+LOGS = "logs"  # print a background session's recent terminal output
 JSON_OUTPUT = "json-output"  # a machine-readable result (session id, error flag)
 REVIEW = "review"  # a native code review against a base branch
 REVIEW_JSON = "review-json"  # the same, as JSON events
@@ -50,7 +51,7 @@ _RESUME_FEATURES: tuple[tuple[str, Mode], ...] = (
 )
 
 ALL_FEATURES = frozenset({PRINT, RESUME, PRINT_RESUME, BACKGROUND, BACKGROUND_RESUME, SESSION_ID, ALLOWED_TOOLS,
-                          DENIED_TOOLS, LIST_SESSIONS, STOP, JSON_OUTPUT, REVIEW, REVIEW_JSON})
+                          DENIED_TOOLS, LIST_SESSIONS, STOP, LOGS, JSON_OUTPUT, REVIEW, REVIEW_JSON})
 
 HELP_TIMEOUT = 20.0
 
@@ -208,6 +209,10 @@ class Adapter(ABC):
 
     def list_sessions(self, features: Features) -> Invocation | None:
         """The command that lists live sessions as JSON; None if the CLI cannot."""
+        return None
+
+    def logs(self, session: LiveSession, features: Features) -> Invocation | None:
+        """The command that prints a background session's recent output; None if the CLI cannot."""
         return None
 
     # -- reading what the CLI printed ------------------------------------------------

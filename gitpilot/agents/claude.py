@@ -6,7 +6,9 @@ What the real CLI does (``../shared/agent-cli-samples``, Claude Code 2.1.197):
 - ``claude --bg --resume <id> "<msg>"`` prints ``backgrounded · <short8>`` and exits 0 at once;
   the job runs under a *new* session id, read back from ``claude agents --json``.
 - ``claude stop <id>`` and ``claude agents --json`` exist; ``stop`` is hidden from ``--help``,
-  so it is detected by asking ``claude stop --help`` for its own usage line.
+  so it is detected by asking ``claude stop --help`` for its own usage line; so is ``claude logs
+  <id>`` (a background job's recent terminal output; ``Couldn't read logs ...``, exit 1, once
+  the job's daemon socket is gone).
 - ``--allowedTools`` takes a variadic list: the allow-list is placed before another option,
   never directly before the prompt, so the prompt is not read as one more tool.
 - ``-p --output-format json`` prints one result object; failures carry ``"is_error":true``.
@@ -24,6 +26,7 @@ from gitpilot.agents.base import (
     BACKGROUND_RESUME,
     JSON_OUTPUT,
     LIST_SESSIONS,
+    LOGS,
     PRINT,
     PRINT_RESUME,
     RESUME,
@@ -73,6 +76,9 @@ class ClaudeAdapter(Adapter):
         scode, stext = self.probe(["stop", "--help"])
         if scode == 0 and re.search(r"^Usage: claude (stop|kill)\b", stext, re.M):
             found.add(STOP)
+        lcode, ltext = self.probe(["logs", "--help"])  # hidden too: a failed job's output is read with it
+        if lcode == 0 and re.search(r"^Usage: claude logs\b", ltext, re.M):
+            found.add(LOGS)
         if {PRINT, RESUME} <= found:
             found.add(PRINT_RESUME)
         # A background resume forks a new session id that can only be read back from the list.
@@ -123,6 +129,11 @@ class ClaudeAdapter(Adapter):
         if not features.has(STOP):
             return None
         return Invocation((features.path or self.executable, "stop", session.short_id), "print")
+
+    def logs(self, session: LiveSession, features: Features) -> Invocation | None:
+        if not features.has(LOGS):
+            return None
+        return Invocation((features.path or self.executable, "logs", session.short_id), "print")
 
     def list_sessions(self, features: Features) -> Invocation | None:
         if not features.has(LIST_SESSIONS):

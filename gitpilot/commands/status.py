@@ -24,6 +24,7 @@ def command(as_json: bool) -> int:
 
     repo = Repo.discover(Path.cwd())
     rows = summaries(repo)
+    _quota_truth(repo, rows)
     times = record_times(repo)
     now = time.time()
     for row in rows:
@@ -40,6 +41,22 @@ def command(as_json: bool) -> int:
     for line in table(rows, now):
         out(line)
     return 0
+
+
+def _quota_truth(repo: Any, rows: list[dict[str, Any]]) -> None:
+    """A task's recorded quota wait as its ticket stands now: a cancelled or expired ticket is
+    no "resume scheduled" (``quota_ticket``: scheduled, cancelled, expired, resumed, ...)."""
+    from gitpilot.quota import clock, tickets
+
+    waiting = [r for r in rows if r["status"] == "waiting-quota" and isinstance(r.get("quota_wait"), dict)]
+    if not waiting:
+        return
+    moment = clock.now()
+    for row in waiting:
+        state, line = tickets.wait_line(repo.pilot_dir, row["task"], row["quota_wait"], moment)
+        row["quota_ticket"] = state
+        rest = row["summary"].partition(" · ")[2]  # the status comes first, then PR, CI, blockers
+        row["summary"] = f"{line} · {rest}" if rest else line
 
 
 def _session(row: dict[str, Any], now: float) -> str:

@@ -258,6 +258,8 @@ def _items(text: str) -> Iterator[object]:
             kind = classify_text(line)
             if kind:
                 yield Signal(kind, line)
+            elif resets.EPOCH_FIELD.search(line):  # a reset time on a line of its own
+                yield Signal(None, line)
 
 
 def _tail(text: str, limit: int = SCAN_CHARS) -> str:
@@ -296,7 +298,7 @@ def _from_json(obj: dict[str, Any]) -> Iterator[object]:
         yield from _codex_rollout(obj["payload"])
     elif kind in ("error", "turn.failed", "turn.completed", "item.completed", "stream_error"):
         yield from _codex_event(obj)
-    elif isinstance(obj.get("error"), dict) or obj.get("type") == "error":
+    elif isinstance(obj.get("error"), dict | str) or obj.get("type") == "error":
         yield from _api_error(obj)
 
 
@@ -400,10 +402,11 @@ def _full_windows(limits: object) -> Iterator[object]:
 
 
 def _api_error(obj: dict[str, Any]) -> Iterator[object]:
-    """A raw API error body: ``{"error": {"type"|"code", "message", "resets_at"...}}``."""
+    """A raw API error body: ``{"error": {"type"|"code", "message", "resets_at"...}}``, or flat:
+    ``{"error": "usage_limit_reached", "resets_at": N}``."""
     inner = obj.get("error")
     error: dict[str, Any] = inner if isinstance(inner, dict) else obj
-    parts = [_text(error.get(k)) for k in ("type", "code", "message")]
+    parts = [_text(error.get(k)) for k in ("type", "code", "error", "message")]
     message = " ".join(p for p in parts if p)
     stated: list[StatedReset] = []
     for source in (error, obj):

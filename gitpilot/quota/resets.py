@@ -2,7 +2,8 @@
 
 A quota stop can be resumed automatically only when the CLI said when the limit resets.
 This module reads the forms the CLIs print: an epoch after ``|`` (``limit reached|1759352400``),
-epoch-second JSON fields (handed in by the classifier), relative durations (``try again in
+epoch-second JSON fields (handed in by the classifier, or quoted in text: ``"resets_at": N``),
+relative durations (``try again in
 4 days 21 hours 35 minutes``, ``resets in 2h 15m``), and clock or date-and-time forms with an
 explicit zone (``resets Dec 3, 2:26pm (Europe/London)``). A clock without a zone is read only
 in a zone the caller pinned (the ``TZ`` git pilot gave a process it started itself); otherwise
@@ -78,6 +79,9 @@ def from_epoch(value: object, text: str) -> StatedReset | None:
 # --- text forms ---------------------------------------------------------------------------
 
 _EPOCH_AFTER_BAR = re.compile(r"\blimit\b[^|\n]{0,60}\|\s*(\d{10}(?:\d{3})?)(?!\d)", re.I)
+# An epoch field quoted in text (a JSON body inside a log line, or JSON that does not parse):
+# ``"resets_at": 1759352400``, ``resetsAt=1759352400``.
+EPOCH_FIELD = re.compile(r"\bresets?_?at[\"']?\s*[:=]\s*[\"']?(\d{10}(?:\d{3})?)(?![\d.])", re.I)
 
 _UNIT_SECONDS = {
     "w": 604800,
@@ -137,10 +141,11 @@ def find_in_text(
     text = normalize(text)
     found: list[StatedReset] = []
     ignored: list[str] = []
-    for m in _EPOCH_AFTER_BAR.finditer(text):
-        stated = from_epoch(int(m.group(1)), m.group(0).strip())
-        if stated:
-            found.append(stated)
+    for pattern in (_EPOCH_AFTER_BAR, EPOCH_FIELD):
+        for m in pattern.finditer(text):
+            stated = from_epoch(int(m.group(1)), m.group(0).strip())
+            if stated:
+                found.append(stated)
     for m in _DURATION.finditer(text):
         stated = _duration(m, now)
         if stated:

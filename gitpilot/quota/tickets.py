@@ -213,3 +213,32 @@ def status_line(ticket: Ticket) -> str:
         f"waiting-quota — resume scheduled {ticket.resume_at} "
         f"({ticket.provider} limit resets {ticket.reset_at}; session {ticket.session})"
     )
+
+
+def wait_line(pilot_dir: Path, task_id: str, wait: dict[str, Any], now: datetime) -> tuple[str, str]:
+    """(state, line) of a task's recorded quota wait, as the ticket file and its events tell it now.
+
+    ``scheduled``: its ticket is pending (``status_line``); ``cancelled``, ``expired`` or
+    ``resumed``: the last event of its ticket (a ticket more than three days past its resume time
+    is expired even before a helper says so); ``not-scheduled``: no ticket was written for it.
+    """
+    ticket = pending(pilot_dir)
+    wanted = wait.get("ticket")
+    if ticket is not None and ticket.task_id == task_id and wanted in (None, ticket.id):
+        if now > ticket.expires_time:
+            return "expired", (f"waiting-quota — resume expired: not resumed within three days of "
+                               f"{ticket.resume_at}; run git pilot resume {task_id[:12]}")
+        return "scheduled", status_line(ticket)
+    reset = f"{wait.get('provider') or 'agent'} limit resets {wait.get('reset_at')}"
+    last = next((e for e in reversed(events(pilot_dir)) if e.get("task") == task_id
+                 and (wanted is None or e.get("ticket") == wanted) and e.get("event") != "scheduled"), None)
+    if last is None or not wait.get("resume_at"):
+        return "not-scheduled", f"waiting-quota — no resume scheduled ({reset})"
+    event = str(last.get("event"))
+    if event == "cancelled":
+        reason = str(last.get("reason") or "")
+        state = "expired" if reason.startswith("expired") else "cancelled"
+        return state, f"waiting-quota — resume {state} {last.get('at')}: {reason} ({reset})"
+    if event in ("resumed", "resuming"):
+        return "resumed", f"waiting-quota — resumed {last.get('at')} after the limit reset ({reset})"
+    return event, f"waiting-quota — resume {event.replace('-', ' ')} {last.get('at')} ({reset})"

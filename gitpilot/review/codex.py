@@ -13,7 +13,8 @@ finding) or ``Full review comments:`` (several), each finding as ``- [P<n>] <tit
 <lines>``; a review with none prints only its overall explanation. So a round *found nothing*
 when codex exits 0 and its stdout has neither header nor ``[P<n>]`` item. A round that exits
 non-zero, or prints ``Review was interrupted`` (the usage-limit case), failed: it is not
-counted and the failure line is shown.
+counted and the failure line is shown. A usage limit is recorded on the task (``waiting-quota``
+with the stated reset, and a resume ticket when ``[quota] auto_resume`` is on: quota/schedule).
 
 Only the review text (stdout, credentials redacted) reaches the agent; codex's stderr (its
 banner, the prompt echo, warnings, and a second copy of the review) goes to a log file, and
@@ -64,13 +65,15 @@ class ReviewReport:
     review: str = ""
     log: str | None = None
     failure: str | None = None
+    quota: str | None = None  # a usage limit stopped the round: what was recorded for it
     argv: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"action": self.action, "task": self.task, "rounds_used": self.rounds_used,
                 "round": self.round, "findings": self.findings, "clean": self.clean, "review": self.review,
-                "log": self.log, "failure": self.failure, "argv": self.argv, "budget": self.budget.to_json()}
+                "log": self.log, "failure": self.failure, "quota": self.quota, "argv": self.argv,
+                "budget": self.budget.to_json()}
 
 
 def round_findings(stdout: str) -> int:
@@ -301,6 +304,9 @@ def _run_round(repo: Repo, hist: History, report: ReviewReport, history: dict[st
         report.action = "failed"
         report.failure = _failure(stdout, stderr, code)
         report.lines.append(f"codex review round {n} failed (not counted): {report.failure}")
+        report.quota = quota_stop(repo, tid, stdout, stderr, "git pilot codex review")
+        if report.quota:
+            report.lines.append(report.quota)
         report.lines.append(f"log: {log}")
         return report
     text = redact(stdout.strip("\n"))
@@ -342,7 +348,9 @@ def run_cli(repo: Repo, argv: list[str], tid: str | None, timeout: float) -> tup
     """Run a codex command in the worktree (clean git environment, the task id, no stdin)."""
     from gitpilot.gitrun import clean_env
 
-    env = clean_env({"GIT_PILOT_TASK": tid} if tid else None)
+    # Codex states a reset as a clock time without a zone ("try again at 3:42 PM"), in its own
+    # local time: pin that zone, so the time can be read back (quota_stop).
+    env = clean_env({"TZ": pinned_tz(), **({"GIT_PILOT_TASK": tid} if tid else {})})
     try:
         proc = subprocess.run(argv, cwd=repo.workdir, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=timeout)
@@ -352,6 +360,30 @@ def run_cli(repo: Repo, argv: list[str], tid: str | None, timeout: float) -> tup
     except OSError as exc:
         raise PilotError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
     return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def pinned_tz() -> str:
+    """The zone codex runs in: the user's TZ when zoneinfo knows it, else UTC."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    tz = os.environ.get("TZ", "")
+    try:
+        return tz if tz and ZoneInfo(tz) else "UTC"
+    except (ZoneInfoNotFoundError, ValueError):
+        return "UTC"
+
+
+def quota_stop(repo: Repo, tid: str | None, stdout: str, stderr: str, what: str) -> str | None:
+    """A usage limit in a failed codex command's output: recorded on the task (and a resume
+    ticket when ``[quota] auto_resume`` is on); the line that says so, or None for another failure."""
+    from gitpilot.quota.schedule import handle_tool_stop
+
+    try:
+        stop = handle_tool_stop(repo, output=stderr + "\n" + stdout, task_id=tid, provider="codex", what=what,
+                                pinned_zone=pinned_tz())
+    except (PilotError, ValueError) as exc:
+        return f"could not record the quota stop: {exc}"
+    return stop.message if stop.kind == "quota" else None
 
 
 def _failure(stdout: str, stderr: str, code: int) -> str:

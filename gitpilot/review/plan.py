@@ -35,12 +35,13 @@ class PlanReport:
     plan: str = ""
     path: str | None = None
     failure: str | None = None
+    quota: str | None = None  # a usage limit stopped it: what was recorded for it
     argv: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"action": self.action, "task": self.task, "plan": self.plan, "path": self.path,
-                "failure": self.failure, "argv": self.argv}
+                "failure": self.failure, "quota": self.quota, "argv": self.argv}
 
 
 def plan(repo: Repo, task: str | None = None, force: bool = False) -> PlanReport:
@@ -127,8 +128,13 @@ def _ask(repo: Repo, tid: str, task_text: str) -> PlanReport:
     outcome = adapter.outcome(inv, code, stdout, stderr)
     text = _plan_text(stdout).strip()
     if code != 0 or outcome.failure or not text:
+        from gitpilot.review.codex import quota_stop
+
         report = PlanReport("failed", tid, argv=argv, failure=outcome.failure or "codex printed no plan")
         report.lines.append(f"codex plan failed (nothing recorded): {report.failure}")
+        report.quota = quota_stop(repo, tid, stdout, stderr, "git pilot codex plan")
+        if report.quota:
+            report.lines.append(report.quota)
         return report
     body = (redact(text) + "\n").encode("utf-8")
 

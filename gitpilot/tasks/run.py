@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot import agents
-from gitpilot.agents.base import MODES, Adapter, Features, Invocation, Mode
+from gitpilot.agents.base import MODES, Adapter, Features, Invocation, LiveSession, Mode
 from gitpilot.config import Config, load
 from gitpilot.errors import PilotError
 from gitpilot.repo import Repo
@@ -589,6 +589,8 @@ def _settle_background(ctx: _Ctx, sid: str | None, short: str | None) -> list[st
     if live is None:
         return []
     job = L.find_live(live, sid, short)
+    if job is not None and job.state == "failed":
+        _refuse_into_a_limit(ctx, job)
     if job is None or job.state in TERMINAL:
         return []
     if job.state in ACTIVE:
@@ -602,6 +604,17 @@ def _settle_background(ctx: _Ctx, sid: str | None, short: str | None) -> list[st
     if done.outcome.exit_code != 0:
         raise PilotError(f"could not stop idle session {job.short_id}: {done.outcome.failure}")
     return [f"stopped idle background session {job.short_id} ({job.state}) first"]
+
+
+def _refuse_into_a_limit(ctx: _Ctx, job: LiveSession) -> None:
+    """A failed background job is read first: a usage limit still in force stops the resume."""
+    from gitpilot.quota.background import refusal
+
+    state = parse_state((TaskStore(ctx.repo).read(ctx.tid) or {}).get(STATE_FILE))
+    why = refusal(ctx.repo, ctx.tid, ctx.adapter, ctx.features, job, state)
+    if why is not None:
+        raise PilotError(f"task {ctx.tid[:12]}: background session {job.short_id} stopped on a usage limit; "
+                         f"not resumed into it: {why}")
 
 
 def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None, list[str],

@@ -218,6 +218,8 @@ def claude(argv: list[str]) -> int:
         return claude_agents(argv)
     if sub in ("stop", "kill"):
         return claude_stop(argv[1] if len(argv) > 1 else "")
+    if sub == "logs":
+        return claude_logs(argv[1] if len(argv) > 1 else "")
     if "--bg" in argv or "--background" in argv:
         return claude_background(argv)
     return claude_session(argv)
@@ -241,6 +243,19 @@ def claude_stop(short: str) -> int:
             save_state(state)
             out, err, code = read_sample("cli-help/claude-stop-run.txt")
             return emit(out.replace("cb556d29", job["id"]), err, code)
+    out, err, code = read_sample("cli-help/claude-logs-run.txt")
+    return emit("", out.replace("deadbeef", short), code)
+
+
+def claude_logs(short: str) -> int:
+    """A live job's terminal bytes; a failed one's daemon socket is gone (what the real CLI said
+    for its failed job ba3743c8); an unknown id has no job."""
+    for job in load_state()["jobs"]:
+        if job["id"] == short or job.get("sessionId") == short:
+            if job.get("state") in TERMINAL_STATES:
+                out, err, code = read_sample("cli-help/claude-logs-bg-run.txt")
+                return emit("", out.replace("ba3743c8", job["id"]), code)
+            return emit(*read_sample("cli-help/claude-logs-bg-existing.txt"))
     out, err, code = read_sample("cli-help/claude-logs-run.txt")
     return emit("", out.replace("deadbeef", short), code)
 
