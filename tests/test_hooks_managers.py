@@ -135,6 +135,15 @@ def test_a_tracked_hooks_directory_is_never_written(tmp_path: Path) -> None:
     status = run_pilot("hooks", "status", cwd=repo).stdout
     assert "pre-push: installed (runs .githooks/pre-push first, under its own name)" in status
     assert "post-checkout: installed\n" in status  # nothing of the user's runs first there
+    # A hook whose mere presence changes git's behaviour is forwarded only where it exists: one
+    # added later is named by status until the next install.
+    (repo / ".githooks" / "reference-transaction").write_text("#!/bin/sh\nexit 0\n")
+    (repo / ".githooks" / "reference-transaction").chmod(0o755)
+    status = run_pilot("hooks", "status", cwd=repo).stdout
+    assert (".githooks/reference-transaction does not run: it came after git pilot's install "
+            "(run: git pilot hooks install)") in status
+    assert "updated reference-transaction" in install(repo)
+    assert "reference-transaction" not in run_pilot("hooks", "status", cwd=repo).stdout
 
 
 def test_an_earlier_install_inside_the_work_tree_is_taken_out(tmp_path: Path) -> None:

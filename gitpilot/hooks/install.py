@@ -350,9 +350,17 @@ def status(repo: Repo) -> tuple[Path, list[HookState]]:
 
 
 def status_notes(repo: Repo) -> list[str]:
-    """What ``status`` should add: git pilot's own directory left out of use by a later change."""
+    """What ``status`` should add: git pilot's own directory left out of use by a later change, or
+    a hook added to the chained directory since install that git pilot's directory does not run."""
     own = chain.own_dir(repo)
-    if chain.same_dir(hooks_dir(repo), own) or not any(_ours_at(own / e) for e in EVENTS):
+    if chain.same_dir(hooks_dir(repo), own):
+        record = chain.read_record(repo)
+        if record is None or not record.chain:
+            return []
+        return [f"{record.chain}/{name} does not run: it came after git pilot's install "
+                "(run: git pilot hooks install)" for name in chain.wanted(repo, record.chain)
+                if not _ours_at(own / name)]
+    if not any(_ours_at(own / e) for e in EVENTS):
         return []
     now = repo.config_get("core.hooksPath") or "unset"
     return [f"git pilot's hooks in {own} do not run: core.hooksPath is {now} now "
