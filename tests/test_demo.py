@@ -22,3 +22,15 @@ def test_demo_runs_every_step_and_cleans_up(tmp_path: Path) -> None:
     assert not Path(repo_line.split(": ", 1)[1]).exists()  # removed without --keep
     # every step ran to a verdict
     assert out.count("[exit ") >= 5
+
+
+def test_a_step_that_fails_makes_the_demo_fail(tmp_path: Path) -> None:
+    # A clock git pilot cannot read makes the quota step stop with an error: the demo says which
+    # step failed and exits 1 instead of 0 (the first check's FAIL is expected, not a failure).
+    res = run_pilot("demo", cwd=tmp_path, timeout=180, env={"GIT_PILOT_NOW": "not a time"})
+    assert res.returncode == 1
+    assert "[exit 2] this step failed: it should end with exit 0" in res.stdout
+    assert res.stderr.splitlines() == [
+        "git pilot: demo: 1 step(s) failed: Quota classification of a real Claude usage-limit message "
+        "(exit 2, expected 0)"]
+    assert "FAIL sh tests/lint.sh exit 1" in res.stdout and "[exit 1]\n" in res.stdout  # shown, not a failure

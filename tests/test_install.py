@@ -15,9 +15,16 @@ from conftest import REPO_ROOT
 @pytest.mark.timeout(300)
 def test_a_clean_install_runs_the_demo_through_git(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    # Dependencies come from this interpreter's site-packages; the project itself is built and
+    # Dependencies come from where this interpreter finds them; the project itself is built and
     # installed as a user's `pip install .` would (no editable finder, no source tree on the path).
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    # Not --system-site-packages: run inside a virtualenv, sys.executable is that venv's python,
+    # and a venv made from it gets the *base* interpreter's site-packages, where `pip install
+    # '.[test]'` put nothing. A .pth with this interpreter's own site-packages works in both.
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    inner = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
+    (Path(inner) / "outer-site-packages.pth").write_text("".join(f"{p}\n" for p in ours))
     src = tmp_path / "src"
     shutil.copytree(REPO_ROOT, src, ignore=shutil.ignore_patterns(".git", "__pycache__", "build", "*.egg-info"))
     pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",

@@ -116,9 +116,10 @@ def test_without_claude_installed_run_says_so_in_one_line_and_prints_the_command
     install(tmp_path, monkeypatch, agents=("codex",))
     monkeypatch.setenv("PATH", str(tmp_path / "fake-bin") + ":/usr/bin:/bin")
     res = pilot(repo, "run", TASK, monkeypatch=monkeypatch, capsys=capsys)
-    assert res.code == 0, res.err
+    assert res.code == 1, res.err  # issue 11 item 6: nothing was started, so exit 1 with the one line
+    assert res.err == "git pilot: claude is not installed (not found on PATH); run the command above once it is\n"
     lines = res.out.splitlines()
-    assert sum("not installed" in ln for ln in lines) == 1
+    assert sum("not installed" in ln for ln in lines) == 0
     assert any(ln.startswith("capsule: ") for ln in lines)
     cmd = res.out.split("command: ", 1)[1]
     assert shlex.split(cmd)[0] == "claude"

@@ -15,22 +15,23 @@ from gitpilot import output
 from gitpilot.errors import PilotError
 from gitpilot.gitrun import clean_env
 
-# (title, argv after "git pilot", command registered in cli.COMMANDS that it needs)
-STEPS: list[tuple[str, list[str], str]] = [
+# (title, argv after "git pilot", command registered in cli.COMMANDS that it needs, the exit
+# code the step shows when it works: the first check fails on purpose, to show a failure excerpt)
+STEPS: list[tuple[str, list[str], str, int]] = [
     ("Quiet checks: full logs stay on disk, the agent sees PASS lines and a bounded excerpt",
-     ["check"], "check"),
+     ["check"], "check", 1),
     ("The same tree again: passes are reused from git notes, nothing reruns",
-     ["check", "--only", "unit", "--explain"], "check"),
-    ("Anyone can read the records with stock git", ["!git", "notes", "--ref=pilot/checks", "list"], "check"),
+     ["check", "--only", "unit", "--explain"], "check", 0),
+    ("Anyone can read the records with stock git", ["!git", "notes", "--ref=pilot/checks", "list"], "check", 0),
     ("Context Capsule: the task, the rules and only the sections that matter",
-     ["capsule", "--task", "Make divide() return None instead of raising when b is zero"], "capsule"),
+     ["capsule", "--task", "Make divide() return None instead of raising when b is zero"], "capsule", 0),
     ("Launching an agent: the short prompt and the exact command (dry run, nothing started)",
-     ["run", "--dry-run", "Make divide() return None instead of raising when b is zero"], "run"),
-    ("Review budget for the change", ["review-budget"], "review-budget"),
-    ("Source map within a budget", ["sourcemap", "--budget", "1500"], "sourcemap"),
+     ["run", "--dry-run", "Make divide() return None instead of raising when b is zero"], "run", 0),
+    ("Review budget for the change", ["review-budget"], "review-budget", 0),
+    ("Source map within a budget", ["sourcemap", "--budget", "1500"], "sourcemap", 0),
     ("Quota classification of a real Claude usage-limit message",
-     ["quota", "classify"], "quota"),
-    ("What stayed out of the agent's context so far", ["efficiency"], "efficiency"),
+     ["quota", "classify"], "quota", 0),
+    ("What stayed out of the agent's context so far", ["efficiency"], "efficiency", 0),
 ]
 
 _QUOTA_SAMPLE = "You've hit your session limit · resets 3:43pm (Europe/London)\n"
@@ -73,35 +74,48 @@ def _env() -> dict[str, str]:
 
 
 def run_demo(keep: bool) -> int:
+    """Run every step; 1 when a step did not end as it should (it crashed, or failed unexpectedly)."""
     from gitpilot.cli import COMMANDS
 
     tmp = Path(tempfile.mkdtemp(prefix="git-pilot-demo-"))
+    failed: list[str] = []
     try:
         repo = build(tmp)
         output.out(f"demo repository: {repo}")
-        for title, argv, needs in STEPS:
+        for title, argv, needs, expected in STEPS:
             if needs not in COMMANDS:
                 continue
             output.out("")
             output.out(output.paint(f"## {title}", "bold"))
-            if argv[0].startswith("!"):
-                cmd = [argv[0][1:], *argv[1:]]
-                shown = " ".join(cmd)
+            code = _step(repo, argv)
+            if code != expected:
+                failed.append(f"{title.split(':')[0]} (exit {code}, expected {expected})")
+                output.out(f"[exit {code}] this step failed: it should end with exit {expected}")
             else:
-                cmd = [sys.executable, "-m", "gitpilot", *argv]
-                shown = "git pilot " + " ".join(argv)
-            output.out(f"$ {shown}")
-            stdin = _QUOTA_SAMPLE.encode() if argv[0] == "quota" else b""
-            proc = subprocess.run(cmd, cwd=repo, input=stdin, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, env=_env())
-            output.write(proc.stdout)
-            output.out(f"[exit {proc.returncode}]")
+                output.out(f"[exit {code}]")
         output.out("")
         output.out(f"kept: {repo}" if keep else "demo repository removed (use --keep to look around)")
-        return 0
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
+    if failed:
+        output.err(f"git pilot: demo: {len(failed)} step(s) failed: {'; '.join(failed)}")
+        return 1
+    return 0
+
+
+def _step(repo: Path, argv: list[str]) -> int:
+    if argv[0].startswith("!"):
+        cmd = [argv[0][1:], *argv[1:]]
+        shown = " ".join(cmd)
+    else:
+        cmd = [sys.executable, "-m", "gitpilot", *argv]
+        shown = "git pilot " + " ".join(argv)
+    output.out(f"$ {shown}")
+    stdin = _QUOTA_SAMPLE.encode() if argv[0] == "quota" else b""
+    proc = subprocess.run(cmd, cwd=repo, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env())
+    output.write(proc.stdout)
+    return proc.returncode
 
 
 @click.command("demo")

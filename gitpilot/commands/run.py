@@ -31,7 +31,8 @@ def _notify(line: str) -> None:
 
 
 def render(report: object) -> int:
-    """Print a run/resume report; the exit code is 0 unless the session failed."""
+    """Print a run/resume report; the exit code is 0 unless the session failed or the agent CLI is
+    not installed (then its one line goes to stderr, after the command to run once it is)."""
 
     from gitpilot.output import out
     from gitpilot.tasks.run import Report
@@ -43,6 +44,9 @@ def render(report: object) -> int:
     if report.action in ("dry-run", "not-installed", "manual") and report.command:
         label = "would run" if report.action == "dry-run" else "command"
         out(f"{label}: {report.command}")
+        if report.action == "not-installed":  # the one error line; the command stays on stdout
+            _notify(str(report.failure))
+            return 1
         return 0
     if report.session_id:
         out(f"session: {report.session_id}")

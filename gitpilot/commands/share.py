@@ -29,7 +29,7 @@ def setup_command(remote: str | None) -> int:
     from gitpilot.share import sync
 
     repo = Repo.discover(Path.cwd())
-    name = sync.resolve_remote(repo, remote)
+    name = sync.resolve_remote(repo, remote, "setup")
     spec = sync.fetch_refspec(name)
     if sync.setup(repo, name):
         output.out(f"remote {name}: added fetch refspec {spec}")
@@ -49,7 +49,7 @@ def pull_command(remote: str | None, as_json: bool) -> int:
     from gitpilot.share import sync
 
     repo = Repo.discover(Path.cwd())
-    result = sync.pull(repo, sync.resolve_remote(repo, remote))
+    result = sync.pull(repo, sync.resolve_remote(repo, remote, "pull"))
     trust = _trust(repo)
     if as_json:
         output.out(json.dumps(_pull_json(result, trust), indent=2, sort_keys=True))
@@ -69,7 +69,7 @@ def push_command(remote: str | None, as_json: bool) -> int:
     from gitpilot.share import sync
 
     repo = Repo.discover(Path.cwd())
-    result = sync.push(repo, sync.resolve_remote(repo, remote))
+    result = sync.push(repo, sync.resolve_remote(repo, remote, "push"))
     trust = _trust(repo)
     if as_json:
         data = _pull_json(result.pulled, trust)

@@ -12,7 +12,8 @@ from gitpilot.errors import UsageError
 
 
 @click.command("state")
-@click.option("--task", "ident", metavar="ID", help="The task (default: $GIT_PILOT_TASK).")
+@click.option("--task", "ident", metavar="ID",
+              help="The task (default: $GIT_PILOT_TASK, else the task last run or resumed in this worktree).")
 @click.option("--pr", type=int, metavar="N", help="The pull request number.")
 @click.option("--ci", metavar="STATE", help="passing, failing or pending.")
 @click.option("--blocker", "blockers", multiple=True, metavar="REASON", help="Add a blocker (repeatable).")
@@ -24,15 +25,16 @@ def command(ident: str | None, pr: int | None, ci: str | None, blockers: tuple[s
     """Update (or, with no options, show) the task's state.json; each update is one commit."""
     from gitpilot.output import out
     from gitpilot.repo import Repo
+    from gitpilot.tasks.current import recall
     from gitpilot.tasks.launch import now_iso
     from gitpilot.tasks.session import find_task
     from gitpilot.tasks.state import read_state, set_facts, summary_line
 
     repo = Repo.discover(Path.cwd())
     name = ident or os.environ.get("GIT_PILOT_TASK", "")
-    if not name:
-        raise UsageError("which task? give --task ID (agent sessions have GIT_PILOT_TASK set)")
-    tid = find_task(repo, name)
+    tid = find_task(repo, name) if name else recall(repo)
+    if tid is None:
+        raise UsageError("which task? no task was run or resumed in this worktree yet: give --task ID")
     if pr is None and ci is None and not blockers and not clear_blockers and status is None:
         state = read_state(repo, tid) or {}
     else:

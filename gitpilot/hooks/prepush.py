@@ -145,7 +145,7 @@ def share_notes(repo: Repo, remote: str) -> None:
         output.err(f"pre-push: not sharing check notes: {remote or 'this target'} is not a named remote")
         return
     try:
-        result = sync.push(repo, sync.resolve_remote(repo, remote))
+        result = sync.push(repo, sync.resolve_remote(repo, remote, "push"))
     except PilotError as exc:
         output.err(f"warning: pre-push: check notes not shared: {exc}")
         return

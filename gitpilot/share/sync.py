@@ -74,8 +74,9 @@ def remotes(repo: Repo) -> list[str]:
     return sorted(r for r in out.split() if r)
 
 
-def resolve_remote(repo: Repo, name: str | None) -> str:
-    """The remote to share with: ``name``, else the branch's upstream remote, origin, or the only one."""
+def resolve_remote(repo: Repo, name: str | None, verb: str = "pull") -> str:
+    """The remote to share with: ``name``, else the branch's upstream remote, origin, or the only one
+    (``verb``: the ``git pilot share`` command asking, named in the hint when there is none)."""
     known = remotes(repo)
     if name is None:
         branch = repo.current_branch()
@@ -87,7 +88,7 @@ def resolve_remote(repo: Repo, name: str | None) -> str:
         elif len(known) == 1:
             name = known[0]
         else:
-            raise PilotError("no remote to share with: name one (git pilot share pull REMOTE)")
+            raise PilotError(f"no remote to share with: name one (git pilot share {verb} REMOTE)")
     if name not in known:
         listed = ", ".join(known) or "none"
         raise PilotError(f"no remote named {name!r} (remotes: {listed})")

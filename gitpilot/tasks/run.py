@@ -120,6 +120,8 @@ def run(repo: Repo, text: str, *, agent: str | None = None, dry_run: bool = Fals
     chosen = agent or (cur or {}).get("agent") or _default_agent(repo)
     ctx = _context(repo, text, chosen, notify, note)
     changed_from = _task_file_change(repo, task_file, tid, dry_run)
+    if not dry_run:
+        _remember(repo, tid)
     if cur is not None and cur.get("agent") == chosen and (cur.get("session_id") or cur.get("short_id")):
         return _resume(ctx, record, dry_run) if ctx.leanloop else _v04_continue(ctx, dry_run)
     report = _launch_new(ctx, dry_run, task_file)
@@ -145,9 +147,18 @@ def resume(repo: Repo, ident: str, *, agent: str | None = None, dry_run: bool = 
     cur = current(record)
     chosen = agent or (cur or {}).get("agent") or _default_agent(repo)
     ctx = _context(repo, text, chosen, notify, note)
+    if not dry_run:
+        _remember(repo, tid)
     if cur is None or cur.get("agent") != chosen:
         return _launch_new(ctx, dry_run, None)
     return _resume(ctx, record, dry_run) if ctx.leanloop else _v04_continue(ctx, dry_run)
+
+
+def _remember(repo: Repo, tid: str) -> None:
+    """This worktree's current task (``git pilot state`` without --task acts on it)."""
+    from gitpilot.tasks.current import remember
+
+    remember(repo, tid)
 
 
 def _v04_continue(ctx: _Ctx, dry_run: bool) -> Report:
@@ -173,8 +184,8 @@ def _launch_new(ctx: _Ctx, dry_run: bool, task_file: Path | None) -> Report:
         return report
     if not ctx.features.installed:
         report.action = "not-installed"
-        report.lines.insert(0, f"{ctx.adapter.executable} is not installed (not found on PATH); "
-                               "run the command below once it is")
+        report.exit_code = 1  # nothing was started: the caller must not read it as a session that ran
+        report.failure = f"{ctx.adapter.executable} is not installed (not found on PATH); run the command above once it is"
         return report
     return _start(ctx, inv, report, given, task_file=task_file, forked_from=None)
 

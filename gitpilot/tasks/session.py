@@ -82,7 +82,8 @@ def update_session(repo: Repo, tid: str, change: Any, message: str) -> dict[str,
 
 
 def find_task(repo: Repo, ident: str) -> str:
-    """The task id named by ``ident``: a task id or unique prefix (4+ hex), or a session id or short id."""
+    """The task id named by ``ident``: a task id or unique prefix (4+ hex), or a session id, short
+    id or unique session-id prefix (4+ characters)."""
     from gitpilot.errors import PilotError
 
     store = TaskStore(repo)
@@ -106,4 +107,18 @@ def find_task(repo: Repo, ident: str) -> str:
         return owners[0]
     if len(owners) > 1:
         raise PilotError(f"session {ident!r} appears in {len(owners)} tasks: give the task id")
+    if len(ident) >= 4:  # a unique prefix of a session id, as of a task id
+        begun: dict[str, set[str]] = {}  # session id -> the tasks that name it
+        for tid in ids:
+            for s in parse_session(store.read_file(tid, SESSION_FILE))["sessions"]:
+                sid = s.get("session_id") if isinstance(s, dict) else None
+                if isinstance(sid, str) and sid.startswith(ident):
+                    begun.setdefault(sid, set()).add(tid)
+        if len(begun) == 1:
+            (sid, tasks), = begun.items()
+            if len(tasks) == 1:
+                return next(iter(tasks))
+            raise PilotError(f"session {sid!r} appears in {len(tasks)} tasks: give the task id")
+        if begun:
+            raise PilotError(f"{ident!r} begins {len(begun)} session ids: give more of it")
     raise PilotError(f"no task or session {ident!r} (see git pilot status)")
