@@ -893,7 +893,23 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     report["by_kind"] = by_kind(report["tasks"])
     report["speed"] = speed
     report["targets"] = targets(report["total"], speed)
+    report["corpus"] = _corpus(args)
     return report
+
+
+def _corpus(args: argparse.Namespace) -> dict[str, Any]:
+    """The development corpus of real repositories (``bench.corpus``), when its mirrors are here."""
+    from bench import corpus
+
+    if args.no_corpus:
+        return {"note": "skipped (--no-corpus)"}
+    mirrors = corpus.mirror_root(args.mirror_root)
+    if mirrors is None:
+        return {"note": "skipped: no mirrors of the corpus repositories "
+                        "(give --mirror-root DIR or GIT_PILOT_CORPUS_MIRRORS; see bench/README.md)"}
+    work = Path(args.corpus_work)
+    results = corpus.run(mirrors, work, None, corpus.pilot_command())
+    return {"totals": corpus.totals(results), "lines": corpus.render(results, False), "cases": results}
 
 
 def as_json(report: dict[str, Any]) -> dict[str, Any]:
@@ -908,6 +924,7 @@ def as_json(report: dict[str, Any]) -> dict[str, Any]:
     out["capsule_errors"] = report["errors"]
     out["capsule_note"] = report["capsule_note"]
     out["code"] = report["code"]
+    out["corpus"] = {k: v for k, v in report["corpus"].items() if k != "lines"}
     return out
 
 
@@ -920,10 +937,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--fixtures", default=str(FIXTURES), help=argparse.SUPPRESS)
     parser.add_argument("--keep", metavar="DIR", help="write each capsule to DIR/<scenario>/<task>.md")
     parser.add_argument("-v", "--verbose", action="store_true", help="also print one line per task")
+    parser.add_argument("--no-corpus", action="store_true", help="skip the real-repository corpus")
+    parser.add_argument("--mirror-root", metavar="DIR", help="bare snapshots of the corpus repositories")
+    parser.add_argument("--corpus-work", metavar="DIR", default=str(Path(tempfile.gettempdir()) / "git-pilot-corpus"),
+                        help="where the corpus checkouts are kept between runs")
     args = parser.parse_args(argv)
     report = run_benchmark(args)
     if args.json:
         sys.stdout.write(json.dumps(as_json(report), indent=2, sort_keys=True) + "\n")
     else:
         sys.stdout.write(render(report, args.verbose) + "\n")
+        corpus = report["corpus"]
+        sys.stdout.write("\nreal repositories (bench/corpus, python -m bench corpus):\n")
+        sys.stdout.write("\n".join(corpus.get("lines") or [corpus.get("note", "")]) + "\n")
     return 1 if report["problems"] or report["errors"] else 0

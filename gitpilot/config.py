@@ -42,8 +42,8 @@ SCHEMA: dict[str, tuple[Any, Any]] = {
     "leanloop.context.always_include_headings": ("list[str]", [
         "safety", "security", "secrets", "credentials", "policy", "guardrails", "constraints",
         "never", "do not", "must not", "forbidden", "human gates"]),
-    "leanloop.context.max_excerpt_bytes": ("int", 12000),
-    "leanloop.context.max_section_bytes": ("int", 4000),
+    "leanloop.context.max_excerpt_bytes": ("int", 24000),
+    "leanloop.context.max_section_bytes": ("int", 8000),
     "safety.human_gates": ("list[str]", []),
     "safety.notes": ("str", ""),
     "agent.default": ("str", "claude"),

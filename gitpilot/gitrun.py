@@ -58,3 +58,13 @@ def first_line(data: bytes) -> str:
                     line = line[len(prefix):]
             return line
     return ""
+
+
+def start_git(args: Sequence[str], cwd: str | Path | None, *, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``git args`` in ``cwd`` without waiting (its stdout piped, stderr dropped): for a
+    search that can run while Python does other work. The caller reads and waits."""
+    try:
+        return subprocess.Popen(["git", *args], cwd=cwd, env=clean_env(env), stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    except FileNotFoundError as exc:
+        raise PilotError("git is not installed or not on PATH") from exc

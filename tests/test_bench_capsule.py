@@ -20,7 +20,7 @@ FIXTURES = REPO_ROOT / "fixtures" / "capsule"
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "bench", "capsule", *args], cwd=REPO_ROOT,
+    return subprocess.run([sys.executable, "-m", "bench", "capsule", "--no-corpus", *args], cwd=REPO_ROOT,
                           capture_output=True, timeout=110)
 
 

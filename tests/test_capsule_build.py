@@ -85,11 +85,12 @@ def test_excerpts_are_exact_and_labelled_with_lines_and_hash(tmp_path: Path) -> 
     assert f"lines {rel['start']}-{rel['end']} · sha256 {rel['sha256']}" in res.text
 
 
-def test_baseline_counts_task_config_and_every_context_file(tmp_path: Path) -> None:
+def test_baseline_counts_every_context_file_and_nothing_else(tmp_path: Path) -> None:
+    # "read every context file": the files themselves, not .gitpilot.toml (issue 12)
     repo = _repo(tmp_path)
     task = "Lower the default of max_retries"
     res = build_capsule(repo, task)
-    expected = len(task) + len(TOML) + sum(len(t) for t in (AGENTS, CONTRIB, RETRY, CHANGELOG))
+    expected = sum(len(t) for t in (AGENTS, CONTRIB, RETRY, CHANGELOG))
     assert res.baseline_bytes == expected
 
 
@@ -196,19 +197,22 @@ def test_imports_of_memory_files_become_listed_memory(tmp_path: Path) -> None:
     assert "import" in roles["docs/conventions.md"]
 
 
-def test_a_nested_instruction_file_applies_to_the_area_of_the_best_docs(tmp_path: Path) -> None:
+def test_a_nested_instruction_file_of_the_tasks_code_area_comes_and_another_does_not(tmp_path: Path) -> None:
+    # the code the task concerns (packages/ui/popup/picker.ts) is the ui package's: its rules apply
     repo = _repo(
         tmp_path,
         {
             "packages/ui/AGENTS.md": "# UI package\n\n## Rules\n\nQuery the DOM by role in tests.\n",
+            "packages/ui/popup/picker.ts": "export function openPicker() {}\n",
             "packages/parser/AGENTS.md": "# Parser package\n\n## Rules\n\nNever allocate in the lexer.\n",
+            "packages/parser/lexer.ts": "export const lexer = 1;\n",
             "docs/ui/popups.md": "# Popups\n\nThe field picker popup opens with Ctrl+Space and closes with Esc.\n",
             "docs/parser/lexer.md": "# Lexer\n\nTokens are byte spans.\n",
+            **{f"docs/p{i}.md": f"# Page {i}\n\n" + "Colours and fonts of the dashboard.\n" * 30 for i in range(30)},
         },
     )
     res = build_capsule(repo, "The field picker popup ignores the arrow keys and Esc")
-    mandatory = res.text[res.text.index("## Mandatory sections") : res.text.index("## Relevant sections")]
-    assert "Query the DOM by role in tests." in mandatory
+    assert "Query the DOM by role in tests." in res.text
     assert "Never allocate in the lexer." not in res.text
 
 
@@ -226,28 +230,12 @@ def test_the_left_out_list_names_a_place_once(tmp_path: Path) -> None:
     listed = [
         ln for ln in res.text.split("## Left out", 1)[1].splitlines() if ln.startswith("- `docs/backoff.md`")
     ]
-    assert listed and len(listed) == 1  # "Backoff 1-11" holds "Backoff › Jitter 9-11": named once
-    assert (
-        len([x for x in res.manifest["left_out"] if x["path"] == "docs/backoff.md"]) == 2
-    )  # all in the manifest
-
-
-
-def test_no_area_is_inferred_when_a_convention_section_is_the_best_match(tmp_path: Path) -> None:
-    extra = {
-        "packages/ui/AGENTS.md": "# UI package\n\n## Rules\n\nQuery the DOM by role.\n",
-        "docs/ui/popups.md": "# Popups\n\nThe field picker popup opens with Ctrl+Space and closes with Esc.\n",
-    }
-    extra.update({f"docs/p{i}.md": f"# Page {i}\n\n" + "Colours and fonts of the dashboard.\n" * 30 for i in range(30)})
-    repo = _repo(tmp_path, extra)
-    res = build_capsule(repo, "Running the tests from the root with pytest fails when the field picker popup opens")
-    relevant = res.text.split("## Relevant sections", 1)[1]
-    # the ui page is chosen, but below the testing convention: it says little of the task's area
-    assert relevant.index("`CONTRIBUTING.md` § Contributing › Running the tests") < relevant.index("`docs/ui/popups.md`")
-    assert "Query the DOM by role." not in res.text
-    # the same page as the best match of all does say the task is in the ui area
-    res = build_capsule(repo, "The field picker popup ignores Ctrl+Space")
-    assert "nested instruction file for `packages/ui/`, the area of the best matches" in res.text
+    places = [tuple(int(x) for x in ln.split(" · lines ")[1].split(" · ")[0].split("-")) for ln in listed]
+    assert listed and len(set(places)) == len(places)  # no place twice
+    # and none inside another listed one: a section and its subsection are one place to look
+    assert not any(a != b and b[0] <= a[0] <= a[1] <= b[1] for a in places for b in places)
+    shown = {(x["start"], x["end"]) for x in res.manifest["left_out"] if x["path"] == "docs/backoff.md"}
+    assert set(places) <= shown  # all in the manifest
 
 
 def test_a_long_excerpt_of_many_headings_names_no_area(tmp_path: Path) -> None:

@@ -58,7 +58,9 @@ def _capsule(tmp_path: Path, files: dict[str, str], task: str = TASK) -> str:
 
 
 def _base() -> dict[str, str]:
+    shelf = {f"docs/shelf/page{i}.md": f"# Shelf {i}\n\n" + "Notes on the office plants.\n" * 20 for i in range(12)}
     return {
+        **shelf,
         "AGENTS.md": ROOT_AGENTS,
         "services/api/AGENTS.md": API_AGENTS,
         "docs/reporting.md": REPORTING,
@@ -71,8 +73,10 @@ def test_a_guardrail_brings_the_section_it_defers_to_and_only_that(tmp_path: Pat
     text = _capsule(tmp_path, _base())
     assert "Use expand/contract: add the new column, backfill," in text
     assert "details of the mandatory rule at AGENTS.md:10" in text
-    # the rest of the nested file is not pulled in by the pointer
-    assert "One file per resource." not in text
+    # the rest of the nested file is not pulled in by the pointer (the relevance choice may
+    # still find it, on its own signals, further down)
+    mandatory = text[text.index("## Mandatory sections") : text.index("## Relevant sections")]
+    assert "One file per resource." not in mandatory
 
 
 def test_an_anchor_names_the_section(tmp_path: Path) -> None:
@@ -101,11 +105,11 @@ def test_a_pilot_always_block_is_mandatory_text_too(tmp_path: Path) -> None:
 def test_a_section_too_big_or_outside_the_repository_is_not_pulled(tmp_path: Path) -> None:
     files = _base()
     files["services/api/AGENTS.md"] = API_AGENTS.replace(
-        "switch reads,", "switch reads, " + "and again " * 600 + "\n"
+        "switch reads,", "switch reads, " + "and again " * 1200 + "\n"
     )
     files["AGENTS.md"] = ROOT_AGENTS + "- Secrets follow the secrets rules in `../outside/AGENTS.md`.\n"
     text = _capsule(tmp_path, files)
-    assert "Use expand/contract: add the new column" not in text  # above max_section_bytes
+    assert "Use expand/contract: add the new column" not in text  # above max_section_bytes (8000)
     assert "outside/AGENTS.md" in text  # the guardrail itself, in full, is all there is
 
 
@@ -141,7 +145,7 @@ def test_the_details_of_many_pointers_add_up_to_one_section_budget_at_most(tmp_p
     rules = []
     for i in range(6):
         files[f"docs/rule{i}.md"] = (
-            f"# Rule {i}\n\n## Retention {i}\n\nKeep records of kind {i} for {i + 1} years. " + "Detail. " * 120 + "\n"
+            f"# Rule {i}\n\n## Retention {i}\n\nKeep records of kind {i} for {i + 1} years. " + "Detail. " * 240 + "\n"
         )
         rules.append(f"- Retention of kind {i} records follows `docs/rule{i}.md`.\n")
     files["AGENTS.md"] = ROOT_AGENTS + "".join(rules)
@@ -150,7 +154,7 @@ def test_the_details_of_many_pointers_add_up_to_one_section_budget_at_most(tmp_p
     deferred = [p for p in res.manifest["mandatory"] if "details of the mandatory rule" in p["why"]]
     assert 1 < len(deferred) < 7
     sizes = [len("".join(files[p["path"]].splitlines(True)[p["start"] - 1 : p["end"]]).encode()) for p in deferred]
-    assert sum(sizes) <= 4000
+    assert sum(sizes) <= 8000  # the default max_section_bytes
 
 
 def test_files_an_instruction_file_orders_read_come_whole_and_a_mere_mention_does_not(tmp_path: Path) -> None:

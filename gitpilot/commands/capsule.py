@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from gitpilot.context.runner import read_task, run
+from gitpilot.context.runner import AGENTS, read_task, run
 
 
 @click.command("capsule", help="Build (or reuse) the Context Capsule for a task.")
@@ -20,5 +20,7 @@ from gitpilot.context.runner import read_task, run
 @click.option("--task", "task", metavar="TEXT", default=None, help="The task text.")
 @click.option("--print", "print_", is_flag=True, help="Print the capsule itself.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest and sizes as JSON.")
-def command(task_file: str | None, task: str | None, print_: bool, as_json: bool) -> int:
-    return run(Path.cwd(), read_task(task_file, task), print_=print_, as_json=as_json)
+@click.option("--agent", type=click.Choice(AGENTS), default=None,
+              help="The agent it is for (default: [agent] default). Only Claude Code loads .claude/rules itself.")
+def command(task_file: str | None, task: str | None, print_: bool, as_json: bool, agent: str | None) -> int:
+    return run(Path.cwd(), read_task(task_file, task), print_=print_, as_json=as_json, agent=agent)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SECTIONS_REF = "refs/notes/pilot/sections"
 FAST_IMPORT_MIN = 50  # from this many new notes on, write them as one pack
-FORMAT = "capsule-v1"
+FORMAT = "capsule-v2"
 
 
 def fingerprint(options: Mapping[str, object], task_id: str, sources: Iterable[Mapping[str, object]]) -> str:

@@ -38,7 +38,6 @@ from gitpilot.context.mandatory import (
     instruction_pieces,
     is_candidate,
     mandatory_pieces,
-    matching_nested,
     repeats_shown,
     whole_file,
     withhold,
@@ -49,6 +48,7 @@ from gitpilot.repo import Repo
 MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
 LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
+WHOLE_CONTEXT_EXTRA = 1024  # bytes more than the selection that showing every context file may cost
 
 
 @dataclass
@@ -65,15 +65,16 @@ class CapsuleResult:
     json_path: Path | None = None
 
 
-def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True) -> CapsuleResult:
-    """The capsule for ``task_text`` in ``repo``: reused when its fingerprint matches, else built."""
+def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True, agent: str | None = None) -> CapsuleResult:
+    """The capsule for ``task_text`` in ``repo`` (for ``agent``, default the configured one):
+    reused when its fingerprint matches, else built."""
     from gitpilot.context import stamp, warm
 
     if use_cache and repo.root is not None:
-        hit = stamp.express(repo.root, task_text)
+        hit = stamp.express(repo.root, task_text, agent or "")
         if hit is not None:
             return result_from_hit(hit)
-    state = warm.prepare(repo, task_text)
+    state = warm.prepare(repo, task_text, agent)
     if use_cache:
         reused = warm.try_reuse(repo, state)
         if reused is not None:
@@ -118,7 +119,25 @@ def _build(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> Capsul
 # --- building ---------------------------------------------------------------------------------
 
 
-def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
+@dataclass
+class Prepared:
+    """Everything the selection starts from: the sources read, what is shown whatever the task
+    (instruction files, mandatory sections), the candidate documents and the task's code area."""
+
+    srcs: dict[str, S.Source]
+    files: Files
+    skipped: list[tuple[str, str]]
+    shown: dict[str, list[tuple[int, int]]]
+    withheld: list[Piece]
+    instr: list[Piece]
+    aliases: list[str]
+    mandatory: list[Piece]
+    docs: list[Any]
+    area: Any
+
+
+def prepare(repo: Repo, task_text: str, state: Any, *, use_cache: bool = True) -> Prepared:
+    """Read the sources, cut the instruction files and mandatory sections, list the candidates."""
     from gitpilot.redact import contains_secret, is_credential_filename
 
     root: Path = state.root
@@ -126,6 +145,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     srcs: dict[str, S.Source] = state.sources
     skipped: list[tuple[str, str]] = []
     files = Files()
+    search = _start_area_search(root, state.inventory, task_text, is_credential_filename)
     _expand_imports(root, state.inventory, srcs, is_credential_filename, files, skipped)
     _read_all(root, srcs, files, skipped)
     _load_maps(repo, srcs, files, contains_secret, use_cache)
@@ -136,34 +156,21 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     instr, aliases = instruction_pieces(srcs, files, opts, shown, withheld)
     copies = _copies(srcs, files, shown)
     mandatory = mandatory_pieces(root, srcs, files, opts, task_text, ids, shown, withheld, skipped, copies)
-    from gitpilot.context.select import Doc, Ranking
+    docs = _candidates(repo, srcs, files, shown, copies)
+    found = _area(search, state.inventory, docs, task_text, ids)
+    return Prepared(srcs, files, skipped, shown, withheld, instr, aliases, mandatory, docs, found)
 
-    docs = [
-        Doc(p, files.maps[p], files.lines[p], rule=("rule" in s.roles), nested=("nested" in s.roles))
-        for p, s in srcs.items()
-        if p in files.maps
-        and is_candidate(s)
-        and p not in copies
-        and not repeats_shown(p, srcs, files, shown, copies)
-    ]
-    ranking = Ranking(docs, task_text, shown)
+
+def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
+    from gitpilot.context.select import Ranking
+
+    root: Path = state.root
+    opts: S.Options = state.options
+    got = prepare(repo, task_text, state, use_cache=use_cache)
+    srcs, files, skipped, shown, withheld = got.srcs, got.files, got.skipped, got.shown, got.withheld
+    instr, aliases, mandatory, docs = got.instr, got.aliases, got.mandatory, got.docs
+    ranking = Ranking(docs, task_text, shown, area=got.area.scores, area_files=got.area.files)
     sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes)
-    whole = matching_nested(srcs, files, sel, shown, copies, opts.max_section_bytes)
-    if whole:
-        # Shown in full now: its sections leave the choice, and the budget they held is refilled.
-        sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes, frozenset(whole))
-    mandatory += [
-        piece
-        for path in whole
-        for piece in whole_file(
-            path,
-            files,
-            "",
-            f"nested instruction file for `{dir_of(path)}/`, the area of the best matches",
-            shown,
-            withheld,
-        )
-    ]
     relevant = [
         Piece(
             p.path,
@@ -186,17 +193,97 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     for name in ignored:
         if not any(n == name for n, _ in skipped):
             skipped.append((name, "ignored by git: not read"))
-    text = _render(state, repo, srcs, files, instr, aliases, mandatory, relevant, sel, withheld, skipped)
-    every = _everything(docs, files, sel, shown, withheld, len(text.encode("utf-8")))
+    area_files = got.area.files
+    text = _render(state, repo, srcs, files, instr, aliases, mandatory, relevant, sel, withheld, skipped, area_files)
+    every = _everything(docs, files, sel, shown, withheld, len(text.encode("utf-8")) + WHOLE_CONTEXT_EXTRA)
     if every is not None:
         full = _render(
-            state, repo, srcs, files, instr, aliases, mandatory, every[0], every[2], every[1], skipped
+            state, repo, srcs, files, instr, aliases, mandatory, every[0], every[2], every[1], skipped, area_files
         )
-        if len(full.encode("utf-8")) <= len(text.encode("utf-8")):
-            # The whole context costs no more than a selection from it: every file in full.
+        if len(full.encode("utf-8")) <= len(text.encode("utf-8")) + WHOLE_CONTEXT_EXTRA:
+            # The whole context costs (about) no more than a selection from it: every file in full.
             (relevant, withheld, sel), text = every, full
     manifest = _manifest(state, srcs, files, instr, mandatory, relevant, sel, withheld, skipped, text)
     return _write(repo, state, text, manifest)
+
+
+def _candidates(
+    repo: Repo,
+    srcs: Mapping[str, S.Source],
+    files: Files,
+    shown: Mapping[str, Sequence[tuple[int, int]]],
+    copies: Mapping[str, str],
+) -> list[Any]:
+    """The candidate documents: each readable source that may give relevant sections, with its
+    kind, front matter, whether a rule file links to it, and its (cached) term counts."""
+    from gitpilot.context import frontmatter
+    from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
+    from gitpilot.context.links import linked_documents
+    from gitpilot.context.select import Doc
+    from gitpilot.context.terms import TermCache, terms_for
+
+    paths = [
+        p
+        for p, s in srcs.items()
+        if p in files.maps
+        and is_candidate(s)
+        and p not in copies
+        and not is_fragment(p)
+        and not repeats_shown(p, srcs, files, shown, copies)
+    ]
+    pointers = {
+        p: files.texts[p]
+        for p, s in srcs.items()
+        if p in files.texts and (s.roles & {"instruction", "nested"} or "rule" in s.roles)
+    }
+    linked = linked_documents(pointers, paths)
+    frozen = frozen_copies(paths)
+    cache = TermCache(repo.pilot_dir)
+    docs = []
+    for p in paths:
+        src, smap, lines = srcs[p], files.maps[p], files.lines[p]
+        clean = src.status == "clean" and not any(sec.withheld for sec in smap.sections)
+        nested = "nested" in src.roles
+        docs.append(
+            Doc(
+                p,
+                smap,
+                lines,
+                rule="rule" in src.roles,
+                nested=nested,
+                kind="archive" if p in frozen else kind_of(p, nested),
+                linked=p in linked,
+                front=frontmatter.parse(lines),
+                terms=terms_for(cache, src.blob, smap, lines, cacheable=clean),
+            )
+        )
+    return docs
+
+
+def _start_area_search(root: Path, inv: S.Inventory, task: str, cred: Callable[[str], bool]) -> Any:
+    """The search for the task's names in the code, started before the documents are read."""
+    from gitpilot.context import area
+
+    links = [p for p, e in inv.entries.items() if e.mode == "120000"]
+    code = area.code_files(inv.entries, cred, links)
+    return area.start(root, code, _task_ids(task)), code
+
+
+def _area(search: Any, inv: S.Inventory, docs: Sequence[Any], task: str, ids: Sequence[str]) -> Any:
+    from gitpilot.context import area
+    from gitpilot.context.query import query_weights
+
+    proc, code = search
+    found = proc.result()
+    dirs = area.doc_dirs(d.path for d in docs)
+    named = [p for p in inv.entries if any(p == i or p.endswith("/" + i) for i in ids)]
+    return area.scores(area.word_bags(code, dirs), query_weights(task), found, named)
+
+
+def _task_ids(task: str) -> list[Any]:
+    from gitpilot.context.text import identifiers
+
+    return identifiers(task)
 
 
 def _everything(
@@ -356,7 +443,11 @@ def _load_maps(
     md = {
         p: (srcs[p].blob, t, files.lines[p]) for p, t in files.texts.items() if _markdownish(p) or p in srcs
     }
-    clean = {p: v for p, v in md.items() if not contains_secret(v[1])}
+    from gitpilot.context.terms import CleanBlobs
+
+    known = CleanBlobs(repo.pilot_dir if use_cache else None)
+    clean = {p: v for p, v in md.items() if known.holds(v[0]) or not contains_secret(v[1])}
+    known.add(v[0] for v in clean.values())
     maps, parsed = load_maps(
         repo, clean, lambda text, lines: markdown.parse(text, None, lines), use_cache=use_cache
     )
@@ -404,14 +495,24 @@ def _render(
     sel: Any,
     withheld: Sequence[Piece],
     skipped: Sequence[tuple[str, str]],
+    area_files: Sequence[str] = (),
 ) -> str:
     parts = [
         f"# Context capsule\n\n<!-- git pilot {state.version} · task {state.task_id[:16]} -->\n\n"
         "Everything below is quoted exactly from its source; the line ranges and sha256 let you check it.\n\n"
     ]
     parts.append("## Task\n\n" + state.task_text + ("" if state.task_text.endswith("\n") else "\n") + "\n")
+    unread = sorted({p for p, why in skipped if why.startswith(_STATUS_WORDS["not-utf8"])})
+    if unread:
+        # Named first, not only among the skipped files: such a file may hold a rule the agent needs.
+        parts.append(
+            "## Not read\n\n"
+            + "".join(f"- `{p}`: not UTF-8 text, so git pilot could not quote it; open it yourself, "
+                      "it may hold a rule\n" for p in unread)
+            + "\n"
+        )
     parts.append("## Configuration\n\n" + _config_summary(state, repo) + "\n")
-    parts.append(_memory_section(srcs, files))
+    parts.append(_memory_section(srcs, files, area_files))
     parts.append("## Instruction files\n\n")
     parts.extend(f"- {a}\n" for a in aliases)
     if aliases:
@@ -436,12 +537,8 @@ def _config_summary(state: Any, repo: Repo) -> str:
     else:
         lines.append("- checks: none configured")
     for title, table in _tables_named(cfg.raw, ("plan", "review")):
-        flat = ", ".join(
-            f"{k} = {json.dumps(v, ensure_ascii=False)}"
-            for k, v in sorted(table.items())
-            if not isinstance(v, dict)
-        )
-        lines.append(f"- {title}: {flat or '(set)'}")
+        flat = ", ".join(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in _flat(table))
+        lines.append(f"- {title}: {flat or '(empty)'}")
     gates = cfg.raw.get("safety", {}).get("human_gates") if isinstance(cfg.raw.get("safety"), dict) else None
     notes = cfg.raw.get("safety", {}).get("notes") if isinstance(cfg.raw.get("safety"), dict) else None
     if gates:
@@ -459,6 +556,18 @@ def _config_summary(state: Any, repo: Repo) -> str:
 
     # Commands and notes are quoted from the config; a credential in them is not.
     return str(redact("\n".join(lines) + "\n"))
+
+
+def _flat(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """A table's values with dotted keys (``adaptive.small_rounds = 1``), nested tables included."""
+    out: list[tuple[str, Any]] = []
+    for key in sorted(table):
+        val = table[key]
+        if isinstance(val, dict):
+            out += _flat(val, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", val))
+    return out
 
 
 def _default_branch(repo: Repo) -> str | None:
@@ -486,7 +595,12 @@ def _tables_named(
     return out
 
 
-def _memory_section(srcs: Mapping[str, S.Source], files: Files) -> str:
+def _memory_section(srcs: Mapping[str, S.Source], files: Files, area_files: Sequence[str] = ()) -> str:
+    """What Claude Code loads itself, by path and hash; of its path-scoped rules (``paths:``), those
+    whose paths hold files of the task's area are named as applying to it (Claude Code loads
+    them when it works on those files)."""
+    from gitpilot.context import frontmatter
+
     mem = [(p, s) for p, s in srcs.items() if "memory" in s.roles]
     head = (
         "## Agent memory\n\n"
@@ -499,6 +613,11 @@ def _memory_section(srcs: Mapping[str, S.Source], files: Files) -> str:
         if path in files.texts:
             size = len(files.texts[path].encode("utf-8"))
             extra = " (also in full below)" if "instruction" in src.roles else ""
+            front = frontmatter.parse(files.lines.get(path, ()))
+            if front.scoped:
+                extra += f" · paths {', '.join(f'`{g}`' for g in front.scopes)}"
+                if any(S.matches(f, front.scopes) for f in area_files):
+                    extra += " · **applies to the files this task concerns**"
             rows.append(f"- `{path}` · sha256 {sha256_text(files.texts[path])} · {size} bytes{extra}")
         elif src.alias_of:
             rows.append(f"- `{path}` · symlink to `{src.alias_of}`")
@@ -608,11 +727,8 @@ def _manifest(
         state.task_id,
         state.fp_records + extra_records(state, extras, {p: srcs[p].roles for p in extras}),
     )
-    baseline = (
-        state.task_bytes
-        + state.config_bytes
-        + sum(len(files.texts[p].encode("utf-8")) for p in sorted(files.texts) if p in srcs)
-    )
+    # "Read every context file": the context files themselves (the config is not one).
+    baseline = sum(len(files.texts[p].encode("utf-8")) for p in sorted(files.texts) if p in srcs)
     body = text.encode("utf-8")
     return {
         "format": MANIFEST_FORMAT,

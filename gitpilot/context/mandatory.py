@@ -15,13 +15,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gitpilot.context import sources as S
 from gitpilot.context.markdown import Section, SectionMap, range_text, sha256_text, slug
 
-AREA_PICKS = 3  # the best relevant excerpts whose directories say what area the task is in
-AREA_HEADINGS = 6  # an excerpt with more headings than this says little of one area
 PROJECT_WORD_SHARE = 0.5  # a directory name in more of the context files than this names the project
 PROJECT_WORD_MIN_FILES = 10  # (too few files to tell)
 PROJECT_WORD_SAMPLE = 400  # files looked at, at most, in a larger tree
@@ -348,85 +345,6 @@ def repeats_shown(
 
 def dir_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
-def matching_nested(
-    srcs: Mapping[str, S.Source],
-    files: Files,
-    sel: Any,
-    shown: Mapping[str, Sequence[tuple[int, int]]],
-    copies: Mapping[str, str],
-    max_bytes: int,
-) -> list[str]:
-    """Nested instruction files (not already in full) for the area the best matches are in.
-
-    An AGENTS.md governs its directory as a whole: when the documentation that matches the task
-    best is about that directory (its name is among their path and heading words), all of it
-    applies, not one matching paragraph. A section of the file that merely shares the task's
-    words is no such evidence: a long file always has one.
-    """
-    from gitpilot.context.text import tokens
-
-    area = _area_words(srcs, files, sel)
-    out: list[str] = []
-    for path, src in srcs.items():
-        if "nested" not in src.roles or path not in files.maps or path in shown:
-            continue
-        if repeats_shown(path, srcs, files, shown, copies) or any(
-            srcs[p].blob == src.blob for p in out if src.blob
-        ):
-            continue
-        base = dir_of(path).rsplit("/", 1)[-1]
-        words = set(tokens(base.replace("-", " ").replace("_", " ")))
-        # an inferred area brings a short file whole; a long one's sections stay candidates
-        small = len("".join(files.lines.get(path, ())).encode("utf-8")) <= max_bytes
-        if words and words <= area and small:
-            out.append(path)
-    return out
-
-
-def _area_words(srcs: Mapping[str, S.Source], files: Files, sel: Any) -> set[str]:
-    """Path and heading words of the best content matches: the area of the code the task is about.
-
-    ``docs/ui/components.md`` or a section "Worker shutdown" among the best matches say the task
-    is about ``ui`` or the ``worker``; a ``packages/ui/AGENTS.md`` or ``services/worker/AGENTS.md``
-    then applies. Rule files and sections chosen only as conventions say nothing of the area.
-    The area is only inferred when the best match of all is such documentation: a content match
-    that scores below a convention section won on words the task shares with many pages (on real
-    repositories that pulled in the instruction file of an unrelated package).
-    """
-    from gitpilot.context.select import GENERIC_DIRS
-    from gitpilot.context.text import tokens
-
-    words: set[str] = set()
-    top = [
-        p
-        for p in sel.picks
-        if p.content and not (srcs.get(p.path) and srcs[p.path].roles & {"rule", "nested"})
-    ][:AREA_PICKS]
-    if not top or any(p.score > top[0].score for p in sel.picks):
-        return words
-    for pick in top:
-        parts = pick.path.split("/")
-        parts[-1] = parts[-1].rsplit(".", 1)[0]
-        for part in parts:
-            if part.lower() not in GENERIC_DIRS and part.lower() not in ("readme", "index"):
-                words.update(tokens(part.replace("-", " ").replace("_", " ")))
-        # the headings that name the excerpt (its path, the sections merged into it) and, for a
-        # short excerpt, the subsections inside it ("Rolling update › Worker shutdown"); not the
-        # headings of a long one: release notes with a hundred headings name every area there is
-        first, *merged = pick.heading.split(" + ")
-        words.update(tokens(first.replace("›", " ")))
-        smap = files.maps.get(pick.path)
-        inside = [
-            sec.title
-            for sec in (smap.sections if smap is not None else ())
-            if sec.level and pick.start <= sec.start <= pick.end
-        ]
-        if len(inside) <= AREA_HEADINGS:
-            for title in inside + merged:
-                words.update(tokens(title))
-    return words
 
 
 def _always_include(

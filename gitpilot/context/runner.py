@@ -9,6 +9,9 @@ import sys
 
 from gitpilot.errors import UsageError
 
+# The agents a capsule is made for (the adapters' names): only Claude Code loads its memory itself.
+AGENTS = ("claude", "codex", "copilot", "pi", "grok")
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # json, pathlib and typing cost more than a warm capsule itself
     from pathlib import Path
@@ -55,18 +58,18 @@ def _decode(data: bytes, what: str) -> str:
         raise UsageError(f"{what} is not UTF-8 (byte {exc.start})") from exc
 
 
-def run(cwd: str | Path, task_text: str, *, print_: bool, as_json: bool) -> int:
+def run(cwd: str | Path, task_text: str, *, print_: bool, as_json: bool, agent: str | None = None) -> int:
     from gitpilot.context.stamp import express
     from gitpilot.output import out, write
 
-    hit = express(cwd, task_text)
+    hit = express(cwd, task_text, agent or "")
     if hit is not None and not as_json:
         if print_:
             write(hit.body)
         else:
             out(_line("reused", len(hit.body), int(hit.stamp["baseline_bytes"]), str(hit.md_path)))
         return 0
-    result = _full(cwd, task_text, hit)
+    result = _full(cwd, task_text, hit, agent)
     if print_:
         write(result.text.encode("utf-8"))
         return 0
@@ -95,7 +98,7 @@ def run(cwd: str | Path, task_text: str, *, print_: bool, as_json: bool) -> int:
     return 0
 
 
-def _full(cwd: str | Path, task_text: str, hit: Any) -> Any:
+def _full(cwd: str | Path, task_text: str, hit: Any, agent: str | None = None) -> Any:
     from gitpilot.context import warm
 
     if hit is not None:
@@ -107,7 +110,7 @@ def _full(cwd: str | Path, task_text: str, hit: Any) -> Any:
     from gitpilot.repo import Repo
 
     repo = Repo.discover(Path(cwd))
-    state = warm.prepare(repo, task_text)
+    state = warm.prepare(repo, task_text, agent)
     result = warm.try_reuse(repo, state)
     if result is None:
         from gitpilot.context.capsule import build_from_state
@@ -117,6 +120,10 @@ def _full(cwd: str | Path, task_text: str, hit: Any) -> Any:
 
 
 def _line(state: str, capsule: int, baseline: int, path: str) -> str:
+    if baseline and capsule > baseline:
+        return (f"capsule {state}: {capsule} bytes → {path}\n"
+                f"note: this capsule is larger than reading every context file ({baseline} bytes): "
+                "the context is small; the capsule adds the task, the configuration and the source of each excerpt")
     change = _percent(baseline, capsule)
     return f"capsule {state}: {capsule} bytes, baseline {baseline} bytes ({change}) → {path}"
 
@@ -137,24 +144,32 @@ def fast(argv: list[str]) -> int | None:
     args = list(argv)
     task: str | None = None
     task_file: str | None = None
+    agent: str | None = None
     flags = {"--print": False, "--json": False}
     while args:
         a = args.pop(0)
         if a in flags:
             flags[a] = True
-        elif a in ("--task", "--task-file") and args:
+        elif a in ("--task", "--task-file", "--agent") and args:
             if a == "--task":
                 task = args.pop(0)
+            elif a == "--agent":
+                agent = args.pop(0)
             else:
                 task_file = args.pop(0)
-        elif a.startswith(("--task=", "--task-file=")):
+        elif a.startswith(("--task=", "--task-file=", "--agent=")):
             key, _, val = a.partition("=")
             if key == "--task":
                 task = val
+            elif key == "--agent":
+                agent = val
             else:
                 task_file = val
         else:
             return None
     import os
 
-    return run(os.getcwd(), read_task(task_file, task), print_=flags["--print"], as_json=flags["--json"])
+    if agent is not None and agent not in AGENTS:
+        return None  # the full parser says which agents there are
+    return run(os.getcwd(), read_task(task_file, task), print_=flags["--print"], as_json=flags["--json"],
+               agent=agent)

@@ -140,11 +140,13 @@ class Options:
         "forbidden",
         "human gates",
     )
-    max_excerpt_bytes: int = 12000
-    max_section_bytes: int = 4000
+    max_excerpt_bytes: int = 24000
+    max_section_bytes: int = 8000
+    agent: str = "claude"  # Claude Code loads CLAUDE.md and .claude/rules itself; other agents do not
 
     def as_dict(self) -> dict[str, object]:
         return {
+            "agent": self.agent,
             "files": list(self.files),
             "instruction_files": list(self.instruction_files),
             "rule_files": list(self.rule_files),
@@ -349,11 +351,14 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
             src = sources[path] = Source(path, set(), "")
         src.roles.add(role)
 
+    # What Claude Code loads itself (CLAUDE.md, .claude/rules) is its memory: listed, not repeated.
+    # Another agent loads none of it, so there it is a rule file like any other, and a candidate.
+    memory = "memory" if opts.agent == "claude" else "context"
     for path in inv.entries:
         if matches(path, opts.files) and (opts.files_configured or not excluded_by_default(path)):
             add(path, "context")
         if is_memory_path(path):
-            add(path, "memory")
+            add(path, memory)
             add(path, "rule")
         if is_rule_name(path, opts):
             add(path, "rule")
@@ -364,7 +369,7 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
         add(path, "rule")
     for path in MEMORY_FILES:
         if path in sources or os.path.lexists(root / path):
-            add(path, "memory")
+            add(path, memory)
             add(path, "rule")
     rules_dir = root / MEMORY_RULES_DIR
     if rules_dir.is_dir() and inside(root, MEMORY_RULES_DIR):
@@ -372,7 +377,7 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
             for name in sorted(names):
                 rel = os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
                 if rel.lower().endswith(".md"):
-                    add(rel, "memory")
+                    add(rel, memory)
                     add(rel, "rule")
     for entry in opts.always_include:
         add(entry.split("#", 1)[0], "always")
@@ -448,7 +453,19 @@ def ignored_context_files(root: Path, opts: Options, limit: int = 50) -> list[st
         ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs], root, check=False
     )
     names = sorted(p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p)
-    return names[:limit]
+    return [n for n in names if not _tool_output(n)][:limit]
+
+
+def _tool_output(path: str) -> bool:
+    """An ignored file that a tool wrote into its cache, build or install directory
+    (``.pytest_cache/README.md``, ``node_modules/x/README.md``): not the project's, not worth a line."""
+    parts = path.split("/")[:-1]
+    return excluded_by_default(path) or any(
+        p.lower().endswith("cache") or p.startswith("__") or p.lower() in _TOOL_DIRS for p in parts
+    )
+
+
+_TOOL_DIRS = frozenset(".git .hg .svn .idea .vscode .gradle .terraform .serverless .eggs .direnv".split())
 
 
 # --- reading (cold path) ---------------------------------------------------------------------

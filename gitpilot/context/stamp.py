@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-STAMP_FORMAT = 5
+STAMP_FORMAT = 6
 CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
 # git's racy window: a file whose mtime is this close to (or after) the moment its content
 # was read may change again without its signature changing.
@@ -74,14 +74,16 @@ def find_repo(cwd: str) -> tuple[str, str] | None:
     return None if found is None else (found[0], found[1])
 
 
-def stamp_key(task_text: str) -> str:
-    """The name of a task's stamp: blake2b of the exact task text. The stamp records the task's
-    id (blake3) itself, so this path never loads blake3, whose import costs more than the hash."""
+def stamp_key(task_text: str, agent: str = "") -> str:
+    """The name of a task's stamp: blake2b of the exact task text (and of the agent the capsule
+    was asked for by name, whose capsule may differ). The stamp records the task's id (blake3)
+    itself, so this path never loads blake3, whose import costs more than the hash."""
     try:
         from _blake2 import blake2b  # built into CPython; hashlib would load OpenSSL first
     except ImportError:  # pragma: no cover - a Python built without it
         from hashlib import blake2b
-    return blake2b(task_text.encode("utf-8"), digest_size=16).hexdigest()
+    data = task_text.encode("utf-8") + (b"\0agent:" + agent.encode("utf-8") if agent else b"")
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 def stamp_path(git_dir: str | os.PathLike[str], key: str) -> str:
@@ -157,14 +159,14 @@ def _names(value: object) -> list[str] | None:
     return value.split("\n") if value else []
 
 
-def express(cwd: str | os.PathLike[str], task_text: str) -> Hit | None:
+def express(cwd: str | os.PathLike[str], task_text: str, agent: str = "") -> Hit | None:
     """The stored capsule for ``task_text`` when its stamp still holds; None otherwise."""
     found = find_repo(os.fspath(cwd))
     if found is None:
         return None
     root, git_dir = found
     try:
-        with open(stamp_path(git_dir, stamp_key(task_text)), "rb") as fh:
+        with open(stamp_path(git_dir, stamp_key(task_text, agent)), "rb") as fh:
             stamp = marshal.load(fh)
     except (OSError, ValueError, EOFError, TypeError):
         return None

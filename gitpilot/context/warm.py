@@ -60,7 +60,7 @@ class State:
         return f"capsule-{self.task_id}.json"
 
 
-def options_from(cfg: Config) -> S.Options:
+def options_from(cfg: Config, agent: str | None = None) -> S.Options:
     def tup(key: str) -> tuple[str, ...]:
         return tuple(str(x) for x in cfg.get(key))
 
@@ -73,10 +73,11 @@ def options_from(cfg: Config) -> S.Options:
         always_include_headings=tup("leanloop.context.always_include_headings"),
         max_excerpt_bytes=int(cfg.get("leanloop.context.max_excerpt_bytes")),
         max_section_bytes=int(cfg.get("leanloop.context.max_section_bytes")),
+        agent=agent or str(cfg.get("agent.default")),
     )
 
 
-def prepare(repo: Repo, task_text: str) -> State:
+def prepare(repo: Repo, task_text: str, agent: str | None = None) -> State:
     from gitpilot import config as config_mod
     from gitpilot.context.stamp import signature, stamp_key
     from gitpilot.redact import is_credential_filename
@@ -86,7 +87,7 @@ def prepare(repo: Repo, task_text: str) -> State:
     started_ns = time.time_ns()
     index_sig = signature(repo.git_dir / "index")  # before reading the index: a later change misses
     cfg = config_mod.load(root)
-    opts = options_from(cfg)
+    opts = options_from(cfg, agent)
     inv = S.inventory(root)
     srcs = S.plan(root, inv, opts, is_credential=is_credential_filename)
     config_rel, config_blob, config_bytes = "", "", 0
@@ -119,7 +120,7 @@ def prepare(repo: Repo, task_text: str) -> State:
         sources_at_plan=set(srcs),
         index_sig=index_sig,
         started_ns=started_ns,
-        stamp_key=stamp_key(task_text),
+        stamp_key=stamp_key(task_text, agent or ""),
     )
 
 

@@ -49,10 +49,15 @@ class Result:
     err: str
 
 
-def context_repo(path: Path) -> Path:
-    """A repository with a rule file and two documentation files, committed."""
+def context_repo(path: Path, shelf: bool = False) -> Path:
+    """A repository with a rule file and two documentation files, committed; with ``shelf``, also
+    a shelf of unrelated pages, so its context is too large to be shown whole."""
     from conftest import make_repo
 
+    pages = {
+        f"docs/shelf/page{i}.md": f"# Shelf page {i}\n\n" + "Notes on the office plants and the coffee rota.\n" * 20
+        for i in range(12)
+    } if shelf else {}
     return make_repo(
         path,
         {
@@ -60,6 +65,7 @@ def context_repo(path: Path) -> Path:
             "docs/widgets.md": WIDGETS_MD,
             "docs/gadgets.md": GADGETS_MD,
             "widgets/speed.py": "SPEED = 9000\n",
+            **pages,
         },
     )
 

@@ -1,0 +1,343 @@
+"""Fit the capsule's weights on the development corpus, and judge them leave-one-repository-out.
+
+``python -m bench fit [--mirror-root DIR] [--work DIR] [--rounds N] [--loro] [--write]``
+
+For every case of ``bench/corpus/cases.toml`` the capsule's own pipeline runs up to its scores
+(``context.capsule.prepare`` and ``context.select.Ranking``: the same candidates, signals,
+mandatory sections and area a real capsule has); the signals are kept, so a weight vector is
+judged by re-scoring and re-choosing (``context.choose``) alone. The objective is the number of
+required sections outside the instruction files that the capsule would hold, plus a small term
+for the rank of each required section's document (it tells better from worse where the count
+does not move). Coordinate ascent changes one weight at a time by ±0.5 and ±1.
+
+``--loro`` fits on eleven repositories and scores the twelfth, for each in turn: the figure that
+says what the weights are worth on a repository nobody fitted them to. ``--write`` puts the
+weights fitted on all twelve into ``gitpilot/context/weights.py`` (between the FIT markers).
+What a weight fit here does to real capsules is measured by ``python -m bench corpus``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+WEIGHTS_PY = ROOT / "gitpilot" / "context" / "weights.py"
+STEPS = (-1.0, -0.5, 0.5, 1.0)
+RANK_TERM = 2.0  # weight of the mean reciprocal document rank in the objective
+
+
+@dataclass
+class Case:
+    repo: str
+    id: str
+    docs: list[Any]
+    doc_signals: list[dict[str, float]]
+    sec_signals: list[list[dict[str, float]]]
+    shown: dict[str, list[tuple[int, int]]]
+    priors: dict[int, list[tuple[str, float]]]
+    required: list[tuple[str, tuple[int, int] | None]]  # outside the instruction files
+    budget: int
+    max_section: int
+
+
+def _code_hash() -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for p in sorted((ROOT / "gitpilot" / "context").glob("*.py")):
+        if p.name not in ("weights.py", "choose.py"):
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _required_range(doc: Any, req: Mapping[str, Any]) -> tuple[int, int] | None:
+    smap = doc.smap
+    if req.get("level", 1) == 0:
+        return (1, smap.line_count)
+    cands = [s for s in smap.sections if s.level == req["level"] and s.title == req["heading"]]
+    if req.get("parent"):
+        cands = [s for s in cands if s.parent is not None and smap.sections[s.parent].title == req["parent"]] or cands
+    if not cands:
+        return None
+    s = cands[0]
+    return (s.start, s.end if req.get("include_children") else s.body_end)
+
+
+def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any]) -> Case:
+    from gitpilot.context import capsule, warm
+    from gitpilot.context.select import Ranking
+    from gitpilot.repo import Repo
+
+    task = case["task"].strip() + "\n"
+    r = Repo.discover(root)
+    state = warm.prepare(r, task)
+    got = capsule.prepare(r, task, state)
+    ranking = Ranking(got.docs, task, got.shown, area=got.area.scores, area_files=got.area.files)
+    by_path = {d.path: d for d in ranking.docs}
+    by_path.update({p: _Geo(m) for p, m in got.files.maps.items() if p not in by_path})
+    required = []
+    for req in case["required"]:
+        if req.get("in_instruction_file"):
+            continue
+        doc = by_path.get(req["path"])
+        required.append((req["path"], _required_range(doc, req) if doc is not None else None))
+    return Case(
+        repo["name"], case["id"], ranking.docs, [s.values for s in ranking.signals],
+        [s.sections for s in ranking.signals], {k: list(v) for k, v in got.shown.items()},
+        {d: list(v) for d, v in ranking.priors.items()}, required,
+        state.options.max_excerpt_bytes, state.options.max_section_bytes,
+    )
+
+
+class _Geo:
+    def __init__(self, smap: Any) -> None:
+        self.smap = smap
+
+
+def load(mirrors: Path, work: Path, only: str | None = None) -> list[Case]:
+    cache = work / "fit-cases.pkl"
+    key = _code_hash()
+    if cache.exists():
+        with cache.open("rb") as fh:
+            stored = pickle.load(fh)
+        if stored.get("key") == key and stored.get("only") == only:
+            return list(stored["cases"])
+    import os
+
+    os.environ.setdefault("GIT_PILOT_SKIP_HOOKS", "1")
+    cases: list[Case] = []
+    for repo in corpus.load_cases():
+        if only and repo["name"] != only:
+            continue
+        root = corpus.checkout(mirrors, work, repo["name"], repo["commit"])
+        if root is None:
+            continue
+        for case in repo["case"]:
+            cases.append(prepare_case(root, repo, case))
+            print(f"prepared {case['id']}", file=sys.stderr, flush=True)
+    with cache.open("wb") as fh:
+        pickle.dump({"key": key, "only": only, "cases": cases}, fh)
+    return cases
+
+
+# --- judging a weight vector -------------------------------------------------------------------
+
+
+class _LazySections:
+    """Section scores computed for the documents ``choose`` looks at only."""
+
+    def __init__(self, rows: Sequence[Sequence[Mapping[str, float]]], table: Mapping[str, float]) -> None:
+        self.rows = rows
+        self.table = [(k, w) for k, w in table.items() if w]
+        self.memo: dict[int, list[float]] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, d: int) -> list[float]:
+        got = self.memo.get(d)
+        if got is None:
+            got = [sum(w * r.get(k, 0.0) for k, w in self.table) for r in self.rows[d]]
+            self.memo[d] = got
+        return got
+
+
+def covered(ranges: Sequence[tuple[int, int]], want: tuple[int, int] | None) -> bool:
+    if want is None:
+        return False
+    a, b = want
+    cur = a
+    for s, e in sorted(ranges):
+        if s > cur:
+            break
+        cur = max(cur, e + 1)
+    return cur > b
+
+
+def judge(case: Case, doc_w: Mapping[str, float], sec_w: Mapping[str, float]) -> tuple[int, float]:
+    """(required sections held, sum of reciprocal ranks of their documents) for one case."""
+    from gitpilot.context.choose import choose
+    from gitpilot.context.weights import doc_score
+
+    scores = [doc_score(v, doc_w) for v in case.doc_signals]
+    secs = _LazySections(case.sec_signals, sec_w)
+    sel = choose(case.docs, scores, secs, {}, case.shown, case.budget, case.max_section,
+                 conventions=case.priors, left_out=False)
+    ranges: dict[str, list[tuple[int, int]]] = {k: list(v) for k, v in case.shown.items()}
+    for p in sel.picks:
+        ranges.setdefault(p.path, []).append((p.start, p.end))
+    index = {d.path: i for i, d in enumerate(case.docs)}
+    hits = 0
+    soft = 0.0
+    for path, want in case.required:
+        hits += covered(_bridged(ranges.get(path, []), case, path), want)
+        i = index.get(path)
+        if i is not None:
+            soft += 1.0 / (1 + sum(1 for s in scores if s > scores[i]))
+    return hits, soft
+
+
+def _bridged(ranges: list[tuple[int, int]], case: Case, path: str) -> list[tuple[int, int]]:
+    """Ranges with the blank lines between them counted as held (excerpts are cut at text)."""
+    doc = next((d for d in case.docs if d.path == path), None)
+    if doc is None:
+        return ranges
+    out = []
+    for a, b in ranges:
+        while a > 1 and not doc.lines[a - 2].strip():
+            a -= 1
+        while b < len(doc.lines) and not doc.lines[b].strip():
+            b += 1
+        out.append((a, b))
+    return out
+
+
+def evaluate(cases: Sequence[Case], doc_w: Mapping[str, float], sec_w: Mapping[str, float]) -> tuple[float, int, int]:
+    hits = total = 0
+    soft = 0.0
+    for c in cases:
+        h, s = judge(c, doc_w, sec_w)
+        hits += h
+        soft += s
+        total += len(c.required)
+    return hits + RANK_TERM * soft / max(1, total), hits, total
+
+
+# The shape of the choice (``weights`` constants), searched on small grids beside the weights.
+SHAPE = {
+    "WHOLE_DOC_BYTES": (4000, 6000, 8000),
+    "WHOLE_FOCUS": (0.0, 0.1, 0.2, 0.3, 0.5),
+    "MAX_DOCS": (4, 6, 8, 10),
+    "DOC_CUT": (0.0, 0.2, 0.3, 0.4),
+    "SECTION_CUT": (0.3, 0.4, 0.5, 0.6, 0.7),
+    "SECTIONS_PER_DOC": (2, 3, 4, 6),
+    "DOC_BYTES": (3000, 4500, 6000, 9000, 24000),
+    "TESTING_SLOTS": (0, 1, 2),
+    "CHANGES_SLOTS": (0, 1, 2),
+}
+
+
+def _shape() -> dict[str, float]:
+    from gitpilot.context import weights
+
+    return {k: getattr(weights, k) for k in SHAPE}
+
+
+def _set_shape(shape: Mapping[str, float]) -> None:
+    from gitpilot.context import weights
+
+    for k, v in shape.items():
+        setattr(weights, k, v)
+
+
+def ascent(cases: Sequence[Case], doc_w: dict[str, float], sec_w: dict[str, float], rounds: int,
+           shape: Mapping[str, float] | None = None) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    doc_w, sec_w = dict(doc_w), dict(sec_w)
+    form = dict(shape or _shape())
+    _set_shape(form)
+    best = evaluate(cases, doc_w, sec_w)[0]
+    for _ in range(rounds):
+        improved = False
+        for table in (doc_w, sec_w):
+            for key in list(table):
+                start = table[key]
+                for step in STEPS:
+                    table[key] = round(start + step, 3)
+                    obj = evaluate(cases, doc_w, sec_w)[0]
+                    if obj > best + 1e-9:
+                        best, start, improved = obj, table[key], True
+                table[key] = start
+        for key, values in SHAPE.items():
+            start = form[key]
+            for value in values:
+                form[key] = value
+                _set_shape(form)
+                obj = evaluate(cases, doc_w, sec_w)[0]
+                if obj > best + 1e-9:
+                    best, start, improved = obj, value, True
+            form[key] = start
+            _set_shape(form)
+        if not improved:
+            break
+    return doc_w, sec_w, form
+
+
+def write_weights(doc_w: Mapping[str, float], sec_w: Mapping[str, float], shape: Mapping[str, float]) -> None:
+    text = WEIGHTS_PY.read_text("utf-8")
+    begin, end = text.index("# FIT: shape begin"), text.index("# FIT: shape end")
+    old = text[begin:end].splitlines()
+    new = [old[0]]
+    for line in old[1:]:
+        key = line.split("=", 1)[0].strip()
+        if key in shape:
+            comment = line.split("#", 1)[1] if "#" in line else ""
+            value = shape[key]
+            shown = f"{value:g}" if isinstance(value, float) else str(value)
+            line = f"{key} = {shown}" + (f"  #{comment}" if comment else "")
+        new.append(line)
+    text = text[:begin] + "\n".join(new) + "\n" + text[end:]
+    begin = text.index("# FIT: begin")
+    end = text.index("# FIT: end")
+    body = ["# FIT: begin (written by bench/fit.py)", "DOC: dict[str, float] = {"]
+    body += [f"    {json.dumps(k)}: {v:g}," for k, v in doc_w.items()]
+    body += ["}", "SECTION: dict[str, float] = {"]
+    body += [f"    {json.dumps(k)}: {v:g}," for k, v in sec_w.items()]
+    body += ["}", ""]
+    WEIGHTS_PY.write_text(text[:begin] + "\n".join(body) + text[end:], "utf-8")
+
+
+def main(argv: list[str]) -> int:
+    from gitpilot.context import weights
+
+    ap = argparse.ArgumentParser(prog="python -m bench fit")
+    ap.add_argument("--mirror-root")
+    ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "git-pilot-corpus"))
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--loro", action="store_true")
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--from-zero", action="store_true", help="start from plain weights, not the current table")
+    args = ap.parse_args(argv)
+    mirrors = corpus.mirror_root(args.mirror_root)
+    if mirrors is None:
+        print("fit: no mirrors (give --mirror-root DIR or GIT_PILOT_CORPUS_MIRRORS)")
+        return 1
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    cases = load(mirrors, work)
+    if args.from_zero:
+        doc0 = {k: (1.0 if not k.startswith("kind:") and k not in ("scoped", "applies") else 0.0) for k in weights.DOC}
+        sec0 = {k: (1.0 if k.startswith("s_") else 0.0) for k in weights.SECTION}
+    else:
+        doc0, sec0 = dict(weights.DOC), dict(weights.SECTION)
+    _, hits, total = evaluate(cases, doc0, sec0)
+    print(f"start: {hits}/{total} = {hits / total:.1%} (outside instruction files, by line coverage)")
+    shape0 = _shape()
+    doc_w, sec_w, shape = ascent(cases, doc0, sec0, args.rounds, shape0)
+    _, hits, total = evaluate(cases, doc_w, sec_w)
+    print(f"fit on all: {hits}/{total} = {hits / total:.1%}")
+    print(json.dumps({"DOC": doc_w, "SECTION": sec_w, "shape": shape}))
+    if args.write:
+        write_weights(doc_w, sec_w, shape)
+        print(f"written to {WEIGHTS_PY.relative_to(ROOT)}")
+    if args.loro:
+        repos = sorted({c.repo for c in cases})
+        got = 0
+        for name in repos:
+            train = [c for c in cases if c.repo != name]
+            test = [c for c in cases if c.repo == name]
+            dw, sw, form = ascent(train, doc0, sec0, args.rounds, shape0)
+            _set_shape(form)
+            _, h, t = evaluate(test, dw, sw)
+            got += h
+            print(f"  held out {name}: {h}/{t}", flush=True)
+        print(f"leave-one-repository-out: {got}/{total} = {got / total:.1%}")
+    return 0

@@ -1,0 +1,141 @@
+"""What kind of document a Markdown file is, from its path and roles alone.
+
+The kind is the document-type prior of the capsule's score (``weights.KIND``): what a task needs
+is far more often in a contributor guide, an agent's rule or skill file, or the README of the code
+directory it concerns than in end-user pages, generated reference, examples or release notes. The
+kinds, in the order they are tried:
+
+- ``nested``: an AGENTS.md/CLAUDE.md below the root (it governs its directory);
+- ``agent_rule``: a rule file written for coding agents (``.claude/rules/``, ``.cursor/rules/``,
+  ``.github/instructions/``, ``.github/copilot-instructions.md``, ``.continue/rules`` and
+  ``.continue/agents``, ``.windsurf/rules``, ``.clinerules``);
+- ``agent_skill``: a skill and the files beside it (``.claude/skills/``, ``.agents/``, any
+  ``skills/<name>/`` directory holding a ``SKILL.md``);
+- ``changelog``: release history (``CHANGELOG*``, ``HISTORY``, ``NEWS``, release notes, a
+  ``changelogs/`` or ``releases/`` directory, blogs);
+- ``process``: how a change is recorded (the README of a changeset or news-fragment directory);
+- ``contrib``: contributor and developer documents (``CONTRIBUTING*`` anywhere, a
+  ``contributing/``, ``devdocs/``, ``dev/``, ``development/``, ``internals/`` directory,
+  ``HACKING``, the README of the documentation directory, which says how the docs are built);
+- ``policy``: ``SECURITY*``, ``*POLICY*``, governance and conduct;
+- ``design``: architecture, design notes, ADRs, RFCs, specs, proposals;
+- ``example``: examples, demos, templates, starters, playgrounds;
+- ``reference``: reference pages of the user documentation (often generated);
+- ``root``: any other file at the root (README.md, MIGRATION.md ...);
+- ``userdoc``: the user documentation tree (``docs/``, ``website/``, ``content/`` ...);
+- ``area``: any other document inside the code: the area's own document (``discovery/README.md``,
+  ``api_spec/VERSIONING.md``);
+- ``archive``: the frozen copy of an older release's page (``docs/v2/x.md`` beside ``docs/x.md``,
+  ``frozen_copies``): it states how things were.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+KINDS = (
+    "nested",
+    "agent_rule",
+    "agent_skill",
+    "changelog",
+    "process",
+    "contrib",
+    "policy",
+    "design",
+    "example",
+    "reference",
+    "root",
+    "userdoc",
+    "area",
+    "archive",
+)
+
+_AGENT_RULE = re.compile(
+    r"(^|/)\.(claude|cursor|windsurf|continue|clinerules|roo|kiro)/(rules|agents|steering)/"
+    r"|^\.github/instructions/|(^|/)\.github/copilot-instructions\.md$|(^|/)\.clinerules(/|$)"
+)
+_AGENT_SKILL = re.compile(r"(^|/)(\.claude|\.agents|\.opencode|\.codex|\.github)/(skills|references|commands)/"
+                          r"|(^|/)\.agents/")
+_LOG_NAME = re.compile(r"^(change[-_]?logs?|changes|history|news|release[-_]?notes?|releases?)([-_.]|$)")
+_LOG_DIR = re.compile(r"(^|/)(change[-_]?logs?|changes|news|release[-_]?notes|releases|blogs?|posts|announcements)(/|$)")
+# Directories of one fragment per change (``.changeset/``, ``changelog.d/``, ``news/``): their
+# README states how a fragment is written, which nearly every code change needs.
+FRAGMENT_DIRS = frozenset({".changeset", ".changesets", "changelog.d", "changes.d", "newsfragments", "news", ".changes"})
+_DEV_DIR = re.compile(
+    r"(^|/)(contribut\w*|devdocs|dev-?docs|dev|development|developers?|hacking|internals|maintainers?|"
+    r"agent[-_]docs|\.github)(/|$)"
+)
+_DEV_NAME = re.compile(r"^(contribut\w*|development|developing|hacking|howtos?|maintainers?|internals|"
+                       r"code[-_]?style|style[-_]?guide|conventions)([-_.]|$)")
+_POLICY_NAME = re.compile(r"^(security|governance|code[-_]of[-_]conduct)([-_.]|$)|policy")
+_DESIGN_DIR = re.compile(r"(^|/)(architecture|design|designs|adrs?|rfcs?|specs?|proposals?|decisions|notes)(/|$)")
+_EXAMPLE_DIR = re.compile(r"(^|/)(examples?|demos?|templates?|playgrounds?|samples?|starters?|boilerplates?|"
+                          r"cookbooks?|recipes)(/|$)")
+_USER_ROOT = re.compile(r"^(docs?|documentation|website|site|content|guides?|book|manual|pages|www|apps/docs)(/|$)")
+_REFERENCE_DIR = re.compile(r"(^|/)(reference|references|api|api-reference|generated)(/|$)")
+_DOC_DIRS = frozenset({"docs", "doc", "documentation", "website"})
+
+
+def kind_of(path: str, nested: bool = False) -> str:
+    """The document kind of ``path`` (one of ``KINDS``); ``nested`` for an AGENTS.md/CLAUDE.md below the root."""
+    if nested:
+        return "nested"
+    low = path.lower()
+    directory, _, base = low.rpartition("/")
+    if _AGENT_RULE.search(low):
+        return "agent_rule"
+    if _AGENT_SKILL.search(low) or ("skills/" in low and _in_skill_dir(low)):
+        return "agent_skill"
+    if directory.rsplit("/", 1)[-1] in FRAGMENT_DIRS and base.startswith("readme"):
+        return "process"
+    if (_LOG_NAME.search(base) and not (base.startswith("release") and _DEV_DIR.search(directory))) or _LOG_DIR.search(
+        directory
+    ):
+        return "changelog"  # (contributing/releases.md says how to release: a guide, below)
+    if _DEV_NAME.search(base) or _DEV_DIR.search(directory):
+        return "contrib"
+    if directory in _DOC_DIRS and base.startswith("readme"):
+        return "contrib"  # the documentation's own README: how the docs are written and built
+    if _POLICY_NAME.search(base):
+        return "policy"
+    if _DESIGN_DIR.search(directory):
+        return "design"
+    if _EXAMPLE_DIR.search(directory):
+        return "example"
+    if directory == "":
+        return "root"
+    if _USER_ROOT.search(directory) or "/docs/" in f"/{directory}/":
+        return "reference" if _REFERENCE_DIR.search(directory) else "userdoc"
+    return "area"
+
+
+def _in_skill_dir(low: str) -> bool:
+    """A file under ``skills/<name>/`` (a skill and the files beside its SKILL.md)."""
+    parts = low.split("/")
+    return any(p == "skills" and i + 2 < len(parts) for i, p in enumerate(parts))
+
+
+def is_fragment(path: str) -> bool:
+    """One change's fragment (``.changeset/brave-lions-sing.md``): never a candidate; the
+    directory's README is (kind ``process``)."""
+    directory, _, base = path.lower().rpartition("/")
+    return directory.rsplit("/", 1)[-1] in FRAGMENT_DIRS and not base.startswith("readme")
+
+
+# A directory of one version of the documentation: ``docs/v2/``, ``versioned_docs/version-1.4/``.
+_VERSION_DIR = re.compile(r"(^|/)(v\d+(\.\d+)*|\d+\.\d+(\.\d+|\.x)?|version-[\w.]+)/", re.I)
+
+
+def frozen_copies(paths: Sequence[str]) -> set[str]:
+    """Pages under a version directory that repeat a page of the current documentation
+    (``docs/v2/servers/tools.mdx`` beside ``docs/servers/tools.mdx``). A version directory with
+    no current twin (the only copy of the docs) is left alone."""
+    have = set(paths)
+    out: set[str] = set()
+    for path in paths:
+        for m in _VERSION_DIR.finditer(path):
+            if path[: m.start()] + m.group(1) + path[m.end() :] in have:
+                out.add(path)
+                break
+    return out

@@ -1,0 +1,158 @@
+"""Term statistics of the candidate documents, kept per blob so a new task tokenizes nothing again.
+
+For every section of a file: the normalized tokens of its own text (``text.token_counts``) and
+their number; for the file: the tokens of its headings. A task's score needs only these counts,
+so a file whose blob id did not change is never tokenized twice, in any task, branch or worktree.
+
+The statistics live in ``<git common dir>/pilot/terms/<2 hex>/<blob id>`` (``marshal``, one file a
+blob, machine-local like the check logs): they hold words of the documentation, so they are never
+written to a note. A section withheld for a credential has no entry (nothing of it is stored), and
+a file with a credential in it is never cached at all.
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from gitpilot.context.markdown import SectionMap, range_text
+
+FORMAT = 1
+TermCounts = dict[str, int]
+
+
+class DocTerms:
+    """The counts of one file: per section (by position) its own tokens and length, and its headings'."""
+
+    __slots__ = ("sections", "lengths", "headings")
+
+    def __init__(self, sections: list[TermCounts], lengths: list[int], headings: list[list[str]]) -> None:
+        self.sections = sections
+        self.lengths = lengths
+        self.headings = headings  # each section's title tokens
+
+    def to_bytes(self) -> bytes:
+        return marshal.dumps((FORMAT, self.sections, self.lengths, self.headings))
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> DocTerms | None:
+        try:
+            fmt, sections, lengths, headings = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            return None
+        if fmt != FORMAT or not (len(sections) == len(lengths) == len(headings)):
+            return None
+        return cls(sections, lengths, headings)
+
+
+def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
+    """The counts of a file from its section map and exact lines (withheld sections count nothing)."""
+    from gitpilot.context.text import token_counts, tokens
+
+    sections: list[TermCounts] = []
+    lengths: list[int] = []
+    headings: list[list[str]] = []
+    for sec in smap.sections:
+        headings.append(tokens(sec.title) if sec.title else [])
+        if sec.withheld:
+            sections.append({})
+            lengths.append(0)
+            continue
+        counts = token_counts(range_text(lines, sec.start + (1 if sec.level else 0), sec.body_end))
+        sections.append(dict(counts))
+        lengths.append(sum(counts.values()))
+    return DocTerms(sections, lengths, headings)
+
+
+class TermCache:
+    """Per-blob term statistics under ``<git common dir>/pilot/terms/``."""
+
+    def __init__(self, pilot_dir: Path | None) -> None:
+        self.root = pilot_dir / "terms" if pilot_dir is not None else None
+
+    def _path(self, blob: str) -> Path | None:
+        if self.root is None or len(blob) < 3 or not all(c in "0123456789abcdef" for c in blob):
+            return None
+        return self.root / blob[:2] / blob[2:]
+
+    def get(self, blob: str) -> DocTerms | None:
+        path = self._path(blob)
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        return DocTerms.from_bytes(data)
+
+    def put(self, blob: str, terms: DocTerms) -> None:
+        """Store ``terms`` (best effort: a cache that cannot be written is only slower)."""
+        path = self._path(blob)
+        if path is None:
+            return
+        from gitpilot.fileio import atomic_write
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, terms.to_bytes())
+        except OSError:
+            pass
+
+
+def terms_for(
+    cache: TermCache, blob: str, smap: SectionMap, lines: Sequence[str], *, cacheable: bool
+) -> DocTerms:
+    """The counts of one file: from the cache when its blob is known and the entry fits the map."""
+    if cacheable and blob:
+        got = cache.get(blob)
+        if got is not None and len(got.sections) == len(smap.sections):
+            return got
+    fresh = compute(smap, lines)
+    if cacheable and blob:
+        cache.put(blob, fresh)
+    return fresh
+
+
+
+class CleanBlobs:
+    """Blob ids whose text holds no credential format, as ``redact.contains_secret`` says: a file
+    whose blob is known clean is not scanned again. The verdict belongs to the redaction rules, so
+    the list is kept per digest of ``gitpilot/redact.py`` (new rules, a new list)."""
+
+    def __init__(self, pilot_dir: Path | None) -> None:
+        self.path: Path | None = None
+        self.known: set[str] = set()
+        self.new: set[str] = set()
+        if pilot_dir is None:
+            return
+        import hashlib
+
+        from gitpilot import redact
+
+        try:
+            digest = hashlib.blake2b(Path(redact.__file__).read_bytes(), digest_size=8).hexdigest()
+        except OSError:
+            return
+        self.path = pilot_dir / "terms" / f"clean-{digest}"
+        try:
+            self.known = set(self.path.read_text("ascii").split())
+        except (OSError, UnicodeDecodeError):
+            self.known = set()
+
+    def holds(self, blob: str) -> bool:
+        return bool(blob) and blob in self.known
+
+    def add(self, blobs: Iterable[str]) -> None:
+        """Remember these blobs as clean (written at once; best effort)."""
+        fresh = {b for b in blobs if b and b not in self.known}
+        if not fresh or self.path is None:
+            return
+        self.known |= fresh
+        from gitpilot.fileio import atomic_write
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, ("\n".join(sorted(self.known)) + "\n").encode("ascii"))
+        except OSError:
+            pass

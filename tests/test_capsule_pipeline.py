@@ -1,0 +1,253 @@
+"""The capsule's document-first selection, rule by rule, on small repositories built in tmp_path:
+document kinds, front-matter scopes, the task's area from the code, a guide's procedure, changelog
+damping in every layout, and .claude/rules for an agent that does not load them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_repo, run_pilot
+
+from gitpilot.context import frontmatter
+from gitpilot.context.capsule import build_capsule
+from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
+from gitpilot.context.links import linked_documents
+from gitpilot.repo import Repo
+
+
+def _filler(n: int = 30) -> dict[str, str]:
+    return {
+        f"docs/guide/page{i}.md": f"# Page {i}\n\n## Overview {i}\n\n"
+        + "".join(f"Paragraph {j} of page {i} describes the dashboard layout and colours.\n" for j in range(12))
+        for i in range(n)
+    }
+
+
+def _relevant(text: str) -> str:
+    return text[text.index("## Relevant sections") : text.index("## Left out")]
+
+
+def _build(tmp_path: Path, files: dict[str, str], task: str, agent: str | None = None) -> str:
+    root = make_repo(tmp_path / "repo", {**files, **_filler()})
+    return build_capsule(Repo.discover(root), task, use_cache=False, agent=agent).text
+
+
+# --- document kinds --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        (".claude/rules/testing.md", "agent_rule"),
+        (".cursor/rules/style.mdc", "agent_rule"),
+        (".github/instructions/api.instructions.md", "agent_rule"),
+        (".github/copilot-instructions.md", "agent_rule"),
+        (".continue/agents/cli-output.md", "agent_rule"),
+        (".claude/skills/release/SKILL.md", "agent_skill"),
+        (".agents/skills/changeset/format.md", "agent_skill"),
+        ("skills/add-provider/SKILL.md", "agent_skill"),
+        (".changeset/README.md", "process"),
+        ("CONTRIBUTING.md", "contrib"),
+        ("crates/std/CONTRIBUTING.md", "contrib"),
+        ("contributing/releases.md", "contrib"),
+        ("devdocs/rust_style.md", "contrib"),
+        ("docs/README.md", "contrib"),
+        ("SECURITY.md", "policy"),
+        ("AI_POLICY.md", "policy"),
+        ("architecture/provider-abstraction.md", "design"),
+        ("docs/adr/0001-record.md", "design"),
+        ("examples/demo/README.md", "example"),
+        ("docs/reference/cli.md", "reference"),
+        ("README.md", "root"),
+        ("docs/usage/lockfile.md", "userdoc"),
+        ("discovery/README.md", "area"),
+        ("api_spec/VERSIONING.md", "area"),
+    ],
+)
+def test_document_kinds_come_from_the_path(path: str, kind: str) -> None:
+    assert kind_of(path) == kind
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "CHANGELOG.md",
+        "packages/core/CHANGELOG.md",
+        "HISTORY.md",
+        "NEWS.md",
+        "RELEASE_NOTES.md",
+        "release-notes.md",
+        "changelogs/1.2.0.md",
+        "changelog/2024-06.md",
+        "docs/releases/v3.md",
+        "docs/website/docs/release-notes/1.13.md",
+        "blog/2024-01-02-launch.md",
+        "changes/4711.feature.md",
+    ],
+)
+def test_release_history_is_a_changelog_in_every_layout(path: str) -> None:
+    assert kind_of(path) == "changelog"
+
+
+def test_a_change_fragment_is_no_candidate_but_its_directory_readme_is() -> None:
+    assert is_fragment(".changeset/brave-lions-sing.md") and is_fragment("news/123.feature.md")
+    assert not is_fragment(".changeset/README.md") and not is_fragment("docs/news.md")
+
+
+def test_a_frozen_copy_needs_a_current_twin() -> None:
+    paths = ["docs/x.md", "docs/v2/x.md", "docs/v2/only.md", "versioned_docs/version-1.4/y.md"]
+    assert frozen_copies(paths) == {"docs/v2/x.md"}
+
+
+def test_front_matter_says_what_a_file_is_for_and_where_it_applies() -> None:
+    claude = frontmatter.parse(
+        ["---\n", "paths:\n", '  - "dlt/**/*.py"\n', "  - tests/**\n", "---\n", "# Rules\n"]
+    )
+    assert claude.scopes == ("dlt/**/*.py", "tests/**") and claude.text == ""
+    cursor = frontmatter.parse(["---\n", "description: Styling rules\n", "globs: src/**/*.tsx, src/**/*.css\n",
+                                "alwaysApply: false\n", "---\n"])
+    assert cursor.text == "Styling rules" and cursor.scopes == ("src/**/*.tsx", "src/**/*.css")
+    assert not cursor.always
+    copilot = frontmatter.parse(["---\n", 'applyTo: "**/*.go"\n', "---\n"])
+    assert copilot.scopes == ("**/*.go",)
+    skill = frontmatter.parse(["---\n", "name: changeset\n", "description: >\n", "  Create a changeset\n",
+                               "  for every PR.\n", "---\n"])
+    assert skill.text == "Create a changeset for every PR. changeset" and not skill.scoped
+    assert frontmatter.parse(["# No front matter\n"]) == frontmatter.NONE
+    assert frontmatter.parse(["---\n", "name: never closed\n"]) == frontmatter.NONE
+
+
+def test_documents_the_rule_files_point_to_are_linked() -> None:
+    pointers = {
+        "AGENTS.md": "Read `docs/dev/testing.md` and [the ADRs](architecture/) first. See https://x.io/y.md.",
+        "crates/std/CONTRIBUTING.md": "See [design](./design.md).",
+    }
+    cands = ["docs/dev/testing.md", "architecture/a.md", "architecture/b.md", "crates/std/design.md", "docs/other.md"]
+    assert linked_documents(pointers, cands) == {
+        "docs/dev/testing.md", "architecture/a.md", "architecture/b.md", "crates/std/design.md"
+    }
+
+
+# --- the task's area from the code -------------------------------------------------------------
+
+
+def test_an_identifier_the_task_names_finds_the_directory_that_defines_it(tmp_path: Path) -> None:
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "discovery/README.md": "# Service discovery\n\n## Writing a mechanism\n\nEvery mechanism implements "
+        "the Discoverer interface and registers its config type.\n",
+        "discovery/consul/consul.go": "package consul\n\ntype SDConfig struct { RefreshInterval int }\n",
+        "discovery/file/file.go": "package file\n\nfunc NewDiscovery() {}\n",
+        "storage/README.md": "# Storage\n\n## Blocks\n\nBlocks are two hours long.\n",
+        "storage/block.go": "package storage\n\nfunc Compact() {}\n",
+    }
+    text = _build(tmp_path, files, "Add a `RefreshInterval` option to our new inventory source")
+    # no word of the task is in discovery/README.md; RefreshInterval is defined under discovery/
+    assert "Every mechanism implements the Discoverer interface" in _relevant(text)
+    assert "code area" in _relevant(text)
+    assert "Blocks are two hours long." not in text
+
+
+def test_a_credential_file_and_a_symlink_are_never_searched_for_names(tmp_path: Path) -> None:
+    from gitpilot.context import area
+    from gitpilot.redact import is_credential_filename
+
+    files = ["src/app.py", "src/.env", "deploy/server.pem", "docs/x.md", "tests/test_app.py", "src/link.py"]
+    code = area.code_files(files, is_credential_filename, links=["src/link.py"])
+    assert code == ["src/app.py"]
+
+
+# --- front-matter scopes: Claude Code loads .claude/rules; Codex does not ------------------------
+
+RULE = (
+    "---\npaths:\n  - \"billing/**/*.py\"\n---\n\n# Public API\n\n## Deprecation\n\n"
+    "Keep a renamed keyword working for two minor releases and warn with `DeprecationWarning`.\n"
+)
+OTHER_RULE = "---\npaths:\n  - \"ui/**\"\n---\n\n# UI\n\n## Colours\n\nUse the palette tokens.\n"
+
+
+def _rules_repo() -> dict[str, str]:
+    return {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        ".claude/rules/public-api.md": RULE,
+        ".claude/rules/ui.md": OTHER_RULE,
+        "billing/invoices.py": "def total(amount_cents):\n    return amount_cents\n",
+        "ui/theme.ts": "export const palette = {};\n",
+    }
+
+
+def test_claude_gets_its_rules_by_hash_and_is_told_which_apply(tmp_path: Path) -> None:
+    text = _build(tmp_path, _rules_repo(), "Rename the `amount_cents` keyword of `total()` to `cents`")
+    memory = text[text.index("## Agent memory") : text.index("## Instruction files")]
+    assert "`.claude/rules/public-api.md` · sha256" in memory
+    line = next(ln for ln in memory.splitlines() if "public-api.md" in ln)
+    assert "applies to the files this task concerns" in line
+    other = next(ln for ln in memory.splitlines() if "ui.md" in ln)
+    assert "applies" not in other
+    assert "Keep a renamed keyword working" not in text  # Claude Code loads it itself
+
+
+def test_codex_gets_the_text_of_the_rules_that_apply(tmp_path: Path) -> None:
+    text = _build(tmp_path, _rules_repo(), "Rename the `amount_cents` keyword of `total()` to `cents`",
+                  agent="codex")
+    memory = text[text.index("## Agent memory") : text.index("## Instruction files")]
+    assert ".claude/rules/public-api.md" not in memory  # nothing loads it for Codex: it is a candidate
+    assert "Keep a renamed keyword working for two minor releases" in _relevant(text)
+    assert "Use the palette tokens." not in text
+
+
+def test_the_capsule_command_takes_the_agent(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", {**_rules_repo(), **_filler()})
+    task = "Rename the `amount_cents` keyword of `total()` to `cents`"
+    claude = run_pilot("capsule", "--task", task, "--print", cwd=root)
+    codex = run_pilot("capsule", "--task", task, "--print", "--agent", "codex", cwd=root)
+    assert claude.returncode == 0 and codex.returncode == 0
+    assert "Keep a renamed keyword working" not in claude.stdout
+    assert "Keep a renamed keyword working" in codex.stdout
+    # each served again from its own stamp, never the other's
+    assert run_pilot("capsule", "--task", task, "--print", cwd=root).stdout == claude.stdout
+    again = run_pilot("capsule", "--task", task, "--print", "--agent", "codex", cwd=root)
+    assert again.stdout == codex.stdout
+    bad = run_pilot("capsule", "--task", task, "--agent", "nobody", cwd=root)
+    assert bad.returncode == 2
+
+
+# --- a guide's procedure, together --------------------------------------------------------------
+
+
+def test_a_guides_steps_come_together(tmp_path: Path) -> None:
+    steps = "".join(
+        f"### Step {i}: {name}\n\n" + f"For a new integration, {name.lower()} as the template shows. " * 6 + "\n\n"
+        for i, name in enumerate(["Create the module", "Register it", "Write the tests", "Add the docs page"], 1)
+    )
+    guide = (
+        "# Contributing\n\n## Adding a new integration\n\nFollow these steps in order.\n\n" + steps
+        + "".join(f"## Other topic {i}\n\n" + "Unrelated maintainer notes. " * 40 + "\n\n" for i in range(12))
+    )
+    text = _build(tmp_path, {"AGENTS.md": "# Guide\n\nKeep diffs small.\n", "CONTRIBUTING.md": guide},
+                  "Support the Acme queue as a new integration")
+    relevant = _relevant(text)
+    for name in ("Create the module", "Register it", "Write the tests", "Add the docs page"):
+        assert name in relevant
+    assert "Unrelated maintainer notes." not in relevant
+
+
+# --- changelog damping ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "log_path", ["CHANGELOG.md", "changelogs/2.3.0.md", "docs/releases/2.3.md", "HISTORY.md"]
+)
+def test_release_notes_do_not_crowd_out_the_page_that_explains(tmp_path: Path, log_path: str) -> None:
+    notes = "# 2.3.0\n\n" + "".join(f"- Fixed retry backoff bug {i} in the webhook sender.\n" for i in range(40))
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        log_path: notes,
+        "docs/webhooks.md": "# Webhooks\n\n## Retries\n\nFailed webhooks are retried with exponential backoff, "
+        "at most five times.\n",
+    }
+    text = _build(tmp_path, files, "Webhook retries should use a longer backoff")
+    relevant = _relevant(text)
+    assert "Failed webhooks are retried with exponential backoff" in relevant
+    assert "Fixed retry backoff bug 3" not in relevant
