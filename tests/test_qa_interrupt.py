@@ -33,12 +33,16 @@ def test_ctrl_c_during_run_exits_130_and_leaves_the_task_record_valid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = make_repo(tmp_path / "repo", standard_files())
-    install(tmp_path, monkeypatch)
-    monkeypatch.setenv("FAKE_AGENT_SLEEP", "5")
+    agents = install(tmp_path, monkeypatch)
+    monkeypatch.setenv("FAKE_AGENT_SLEEP", "30")  # still in the agent's session when Ctrl-C comes
     proc = subprocess.Popen([sys.executable, "-m", "gitpilot", "run", "set up the widgets"], cwd=repo,
                             env=pilot_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    time.sleep(2.0)
+    # Ctrl-C while the agent works: once its session has begun, `run` has written its task.
+    deadline = time.monotonic() + 60
+    while not agents.state()["sessions"] and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert agents.state()["sessions"], "the agent's session never began"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130

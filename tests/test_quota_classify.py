@@ -189,9 +189,10 @@ def test_a_27_mb_log_is_read_from_its_end_in_bounded_time() -> None:
                                              "last_assistant_message": "y" * len(noise)}, indent=1), "auth"),
     }
     for name, (text, kind) in cases.items():
-        started = time.monotonic()
+        # CPU time of this process, not the wall clock: the work done, whatever else the machine runs
+        started = time.process_time()
         verdict = classify(text, NOW)
-        elapsed = time.monotonic() - started
+        elapsed = time.process_time() - started
         assert verdict.kind == kind, name
         assert elapsed < 8, f"{name}: {elapsed:.1f}s"  # reading all 27 MB line by line took 16-20 s
         assert token not in verdict.evidence
