@@ -51,8 +51,8 @@ FIXTURES = ROOT / "fixtures" / "capsule"
 DEFAULT_FILES = ["*.md", "*.mdx"]
 DEFAULT_INSTRUCTIONS = ["CLAUDE.md", "AGENTS.md"]
 # Path components that make a Markdown file vendored, generated, test data or a translation:
-# the default context set leaves them out (DESIGN: "outside vendored, generated, test-data and
-# translated-docs paths"). This is the benchmark's own reading of that rule.
+# the default context set leaves them out (vendored, generated, test-data and translated-docs
+# paths). This is the benchmark's own reading of that rule.
 EXCLUDED_DIRS = frozenset({
     "vendor", "vendored", "third_party", "third-party", "node_modules", "testdata", "test-data",
     "test_data", "fixtures", "__fixtures__", "generated", "_generated", "dist", "build",

@@ -1,6 +1,6 @@
 """The command line: one entry point, one error handler, lazily registered subcommands.
 
-``main(argv) -> int`` maps errors to the exit codes of DESIGN.md: 0 success; 1 a check
+``main(argv) -> int`` maps errors to the exit codes of docs/design.md: 0 success; 1 a check
 failed or a PilotError (one line, no traceback); 2 usage; 3 unexpected (traceback to a log
 file whose path is printed); 130 interrupted. Hot paths (a cache-hit ``check``, ``hook
 claude``) are routed before click is imported.

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
-# What the real claude and codex CLIs printed (copied from shared/agent-cli-samples, where
-# they were captured), kept in the repository so the suite needs nothing beside the clone.
+# What the real claude and codex CLIs printed, kept in the repository so the suite needs
+# nothing beside the clone.
 SAMPLES = REPO_ROOT / "fixtures" / "agent-cli-samples"
 
 _PINNED = {

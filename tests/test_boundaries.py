@@ -1,4 +1,4 @@
-"""DESIGN.md's boundaries: one module owns each heavy library, and hot paths stay light."""
+"""docs/design.md's boundaries: one module owns each heavy library, and hot paths stay light."""
 
 from __future__ import annotations
 

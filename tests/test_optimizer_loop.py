@@ -265,7 +265,7 @@ def test_real_samples_parse_without_errors() -> None:
     claude = sorted((SAMPLES / "claude-transcripts-2.1.197").glob("*.jsonl"))
     codex = sorted((SAMPLES / "codex-rollouts-0.171.0").glob("*.jsonl"))
     if not claude or not codex:
-        pytest.skip("shared agent samples are not present")
+        pytest.skip("the agent-cli samples are not present")
     tools = [e for f in claude for e in ClaudeTranscript().parse(f.read_text().splitlines())
              if e.kind == TOOL]
     assert {(e.tool, e.status) for e in tools} == {("Bash", FAIL)}

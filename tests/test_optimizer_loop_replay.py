@@ -145,7 +145,7 @@ def test_real_sample_with_three_identical_failures_across_turns_stays_silent(git
     # Claude Code 2.1.197's own transcript: the same failing `ls` in three separate turns.
     sample = SAMPLES / "claude-transcripts-2.1.197" / "22222222-2222-4333-8444-555555555555.jsonl"
     if not sample.exists():
-        pytest.skip("shared agent samples are not present")
+        pytest.skip("the agent-cli samples are not present")
     pairs = [(p, hookfast.handle(p)) for p in hook_payloads(sample, git_repo)]
     failures = [p for p, _ in pairs if p["hook_event_name"] == "PostToolUseFailure"]
     assert len(failures) == 3

@@ -1,7 +1,6 @@
 """Every failure message in the captured CLI samples is classified, with its stated reset time.
 
-The samples are what Claude Code 2.1.197 and codex-cli 0.171.0 printed (shared/agent-cli-samples,
-placed beside the clone). ``NOW`` is the moment they were captured; ``London`` is the ``TZ`` the
+The samples are what Claude Code 2.1.197 and codex-cli 0.171.0 printed (fixtures/agent-cli-samples/). ``NOW`` is the moment they were captured; ``London`` is the ``TZ`` the
 Codex processes ran with, which git pilot would have pinned itself.
 """
 
@@ -16,7 +15,7 @@ from gitpilot.quota.classify import classify
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "agent-cli-samples"
 pytestmark = pytest.mark.skipif(
-    not SAMPLES.is_dir(), reason=f"shared agent-cli samples not found beside the clone ({SAMPLES})"
+    not SAMPLES.is_dir(), reason=f"the agent-cli samples are missing ({SAMPLES})"
 )
 
 NOW = datetime(2026, 11, 30, 12, 28, 20, tzinfo=UTC)

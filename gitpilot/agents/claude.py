@@ -1,6 +1,6 @@
 """Claude Code (``claude``): launch, resume, stop and list, as the installed version allows.
 
-What the real CLI does (``../shared/agent-cli-samples``, Claude Code 2.1.197):
+What the real CLI does (``fixtures/agent-cli-samples/``, Claude Code 2.1.197):
 - ``claude -p --resume <id> "<msg>"`` keeps the session id; a missing id prints
   ``No conversation found with session ID: <id>`` and exits 1.
 - ``claude --bg --resume <id> "<msg>"`` prints ``backgrounded · <short8>`` and exits 0 at once;

@@ -1,6 +1,6 @@
 """Codex (``codex``): launch and resume as the installed version allows.
 
-What the real CLI does (``../shared/agent-cli-samples``, codex-cli 0.171.0): ``codex exec
+What the real CLI does (``fixtures/agent-cli-samples/``, codex-cli 0.171.0): ``codex exec
 --json "<prompt>"`` runs non-interactively and prints JSON events, the first being
 ``{"type":"thread.started","thread_id":...}`` (the session id); it fails with ``turn.failed``
 and exit 1. ``codex exec resume <id> "<msg>"`` and the interactive ``codex resume <id> "<msg>"``

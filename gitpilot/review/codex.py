@@ -7,8 +7,8 @@ the task has budget left. Review stops early when a round finds nothing: further
 same checked state run nothing, and the rounds the budget no longer needs are recorded in the
 efficiency ledger as skipped.
 
-What "finds nothing" means, from the real CLI (codex-cli 0.171.0, ``../shared/agent-cli-
-samples``): a review with findings prints on stdout a header line ``Review comment:`` (one
+What "finds nothing" means, from the real CLI (codex-cli 0.171.0, ``fixtures/agent-cli-
+samples/``): a review with findings prints on stdout a header line ``Review comment:`` (one
 finding) or ``Full review comments:`` (several), each finding as ``- [P<n>] <title> — <path>:
 <lines>``; a review with none prints only its overall explanation. So a round *found nothing*
 when codex exits 0 and its stdout has neither header nor ``[P<n>]`` item. A round that exits

@@ -4,8 +4,8 @@ with real captured output.
 Run as ``fake_agent.py AGENT ARGS...`` (the shims beside this file do that). ``grok`` is the
 exception: xAI's CLI could not be installed, so its answers follow its published documentation
 (``fixtures/agent-cli-samples/grok-docs/``), not a capture. See README.md here for the behaviour and the
-environment variables. Everything it prints comes from ``fixtures/agent-cli-samples/`` (a copy of ``../shared/agent-cli-samples/``)
-(the real CLIs' output), with ids substituted; only the bookkeeping is invented.
+environment variables. Everything it prints comes from ``fixtures/agent-cli-samples/``
+(the real CLIs' captured output), with ids substituted; only the bookkeeping is invented.
 
 State lives in ``$FAKE_AGENT_HOME``:
 - ``calls.jsonl``: one JSON object per call: agent, argv, stdin, cwd, env.
