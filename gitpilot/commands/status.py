@@ -12,6 +12,10 @@ import click
 
 from gitpilot.commands.tasks import age_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitpilot.repo import Repo
+
 
 @click.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the summaries as JSON.")
@@ -43,7 +47,7 @@ def command(as_json: bool) -> int:
     return 0
 
 
-def _quota_truth(repo: Any, rows: list[dict[str, Any]]) -> None:
+def _quota_truth(repo: Repo, rows: list[dict[str, Any]]) -> None:
     """A task's recorded quota wait as its ticket stands now: a cancelled or expired ticket is
     no "resume scheduled" (``quota_ticket``: scheduled, cancelled, expired, resumed, ...)."""
     from gitpilot.quota import clock, tickets
