@@ -83,7 +83,7 @@ def _fast_path(argv: list[str]) -> int | None:
     """Commands that run on every agent step or git operation, without importing click."""
     if argv[:2] in (["hook", "claude"], ["hook", "codex"]):
         try:
-            from gitpilot.hookfast import agent_hook
+            from gitpilot.optimizer.hookfast import agent_hook
         except ImportError:
             return None
         return int(agent_hook(argv[1], sys.stdin.buffer.read()))

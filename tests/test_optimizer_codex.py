@@ -13,7 +13,7 @@ from typing import Any
 
 from conftest import REPO_ROOT, git, make_repo, pilot_env, run_pilot
 
-from gitpilot import hookfast
+from gitpilot.optimizer import hookfast
 
 REPLAYS = REPO_ROOT / "fixtures" / "replays" / "codex-0.171.0"
 HOOKS = Path(".codex") / "hooks.json"

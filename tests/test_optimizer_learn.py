@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from conftest import run_pilot
 
-from gitpilot import hookfast
-from gitpilot.optimizer import learn
+from gitpilot.optimizer import hookfast, learn
 from gitpilot.optimizer.events import FAIL, PASS, TOOL, CodexExec, Event
 
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"

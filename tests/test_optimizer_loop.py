@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from conftest import SAMPLES
 
-from gitpilot import hookfast
-from gitpilot.optimizer import loop
+from gitpilot.optimizer import hookfast, loop
 from gitpilot.optimizer.events import (
     FAIL,
     PASS,

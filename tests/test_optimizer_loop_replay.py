@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from conftest import REPO_ROOT, SAMPLES, run_pilot
 
-from gitpilot import hookfast
-from gitpilot.optimizer import loop
+from gitpilot.optimizer import hookfast, loop
 from gitpilot.optimizer.events import ClaudeTranscript
 
 REPLAYS = REPO_ROOT / "fixtures" / "replays"

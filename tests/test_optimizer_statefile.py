@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitpilot import hookfast
-from gitpilot.optimizer import statefile
+from gitpilot.optimizer import hookfast, statefile
 
 
 def test_a_line_cut_short_by_a_killed_writer_loses_no_later_record(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ def command(event: str, args: tuple[str, ...]) -> int:
     codex)."""
     if event in ("claude", "codex"):
         try:
-            from gitpilot.hookfast import agent_hook
+            from gitpilot.optimizer.hookfast import agent_hook
         except ImportError as exc:
             from gitpilot.errors import PilotError
 

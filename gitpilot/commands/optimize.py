@@ -155,8 +155,7 @@ def run_disable(agent: str = "claude") -> int:
 
 
 def _store(repo: Any) -> dict[str, Any]:
-    from gitpilot import hookfast
-    from gitpilot.optimizer import learn, statefile
+    from gitpilot.optimizer import hookfast, learn, statefile
 
     data = statefile.read_json(hookfast.learned_path(str(repo.common_dir)))
     return data if isinstance(data, dict) else learn.empty_store()
@@ -189,8 +188,7 @@ def run_learned(*, as_json: bool) -> int:
 
 
 def run_forget(name: str) -> int:
-    from gitpilot import hookfast
-    from gitpilot.optimizer import learn, statefile
+    from gitpilot.optimizer import hookfast, learn, statefile
     from gitpilot.output import out
 
     repo = _repo()

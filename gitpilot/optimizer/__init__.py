@@ -1,7 +1,8 @@
 """The repository optimizer: failure-loop detection, learned command alternatives, capability pruning
 and the source map.
 
-Everything here is deterministic and local. The agent-hook side (``events``, ``loop``, ``learn``,
-``statefile``) is imported by the ``git pilot hook claude`` hot path, so this package's
+Everything here is deterministic and local. The agent-hook side (``hookfast``, the handler of
+``git pilot hook claude|codex``, with ``events``, ``codex_events``, ``loop``, ``learn`` and
+``statefile``) is imported by that hot path, so this package's
 ``__init__`` stays empty: importing ``gitpilot.optimizer.loop`` must not pull in anything else.
 """

@@ -31,8 +31,8 @@ from gitpilot.optimizer.events import PROMPT, SESSION_END, SESSION_START, STOP, 
 #: Functions ("module:function") whose text joins the SessionStart context. Each is called as
 #: ``function(root, common_dir, toml_doc) -> str`` and imported only at SessionStart.
 STARTUP_PROVIDERS: tuple[str, ...] = (
-    "gitpilot.hookfast:learned_context",
-    "gitpilot.hookfast:sourcemap_context",
+    "gitpilot.optimizer.hookfast:learned_context",
+    "gitpilot.optimizer.hookfast:sourcemap_context",
 )
 
 HISTORY_RECORDS = 200
