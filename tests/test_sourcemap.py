@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gitpilot.optimizer import sourcemap
+from gitpilot.context import sourcemap
 from tests.conftest import REPO_ROOT, git, make_repo, pilot_env, run_pilot
 
 
@@ -120,7 +120,7 @@ def test_clean_tree_reuses_the_note_without_pygit2(tmp_path: Path) -> None:
     data = json.loads(smap(repo, "--json"))
     assert data["cached"] is True and data["tree"] == tree
     probe = (
-        "import sys; from pathlib import Path; from gitpilot.optimizer.sourcemap import source_map; "
+        "import sys; from pathlib import Path; from gitpilot.context.sourcemap import source_map; "
         "m = source_map(Path('.')); print(m.cached, 'pygit2' in sys.modules)"
     )
     out = subprocess.run(

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from gitpilot.optimizer.decls import extract, import_region, imports, language_of, module_parts
+from gitpilot.context.decls import extract, import_region, imports, language_of, module_parts
 
 
 def rendered(path: str, text: str) -> list[str]:

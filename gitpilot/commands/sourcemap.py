@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from gitpilot.optimizer.sourcemap import MIN_BUDGET
+from gitpilot.context.sourcemap import MIN_BUDGET
 
 
 @click.command("sourcemap")
@@ -26,7 +26,7 @@ def command(budget: int | None, as_json: bool) -> int:
 
 def run(cwd: Path, budget: int | None, as_json: bool) -> int:
     from gitpilot import output
-    from gitpilot.optimizer.sourcemap import source_map
+    from gitpilot.context.sourcemap import source_map
 
     result = source_map(cwd, budget)
     if as_json:

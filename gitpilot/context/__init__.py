@@ -8,4 +8,8 @@ section a mandatory rule points to for its details), ``sources`` (which files, t
 the safety rules), ``cache`` (section-map notes and the context fingerprint), ``capsule``
 (assembly and the public ``build_capsule``), ``warm`` and ``stamp`` (the reuse paths; ``stamp``
 serves a warm capsule with the standard library only), ``runner`` (the command without click).
+
+The source map is context for the agent too: ``sourcemap`` (the tracked files' declarations,
+ranked within a budget, for ``git pilot sourcemap`` and SessionStart) with ``decls`` (declarations
+and imports by per-language regexes).
 """

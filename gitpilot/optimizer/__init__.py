@@ -1,5 +1,5 @@
-"""The repository optimizer: failure-loop detection, learned command alternatives, capability pruning
-and the source map.
+"""The repository optimizer: failure-loop detection, learned command alternatives and capability
+pruning (the source map, context for the agent, is ``gitpilot.context.sourcemap``).
 
 Everything here is deterministic and local. The agent-hook side (``hookfast``, the handler of
 ``git pilot hook claude|codex``, with ``events``, ``codex_events``, ``loop``, ``learn`` and

@@ -287,7 +287,7 @@ def sourcemap_context(root: str, common: str, doc: dict[str, Any]) -> str:
         return ""
     from pathlib import Path
 
-    from gitpilot.optimizer.sourcemap import session_context
+    from gitpilot.context.sourcemap import session_context
 
     return session_context(Path(root)) or ""
 

@@ -52,7 +52,7 @@ from gitpilot.errors import PilotError
 from gitpilot.gitrun import run_git
 
 if TYPE_CHECKING:  # imported where a map is built: a cache hit never compiles its regexes
-    from gitpilot.optimizer import decls
+    from gitpilot.context import decls
 
 NOTES_REF = "refs/notes/pilot/sourcemap"
 FORMAT = "v2"  # v2: credential-shaped names withheld, unprintable names left out (v1 notes are rebuilt)
@@ -197,7 +197,7 @@ def _attributes(root: Path, paths: Sequence[str]) -> dict[str, str]:
 
 def inventory(root: Path) -> Inventory:
     """The mappable source files of the worktree at ``root``, with their heads read."""
-    from gitpilot.optimizer import decls
+    from gitpilot.context import decls
 
     inv = Inventory()
     candidates: list[tuple[str, str]] = []
@@ -269,7 +269,7 @@ def _read_text(path: Path) -> str:
 # -- ranking ---------------------------------------------------------------------------------
 def count_importers(files: Sequence[SourceFile]) -> None:
     """Set each file's ``importers``: how many other files import its module (path-suffix match)."""
-    from gitpilot.optimizer import decls
+    from gitpilot.context import decls
 
     unique: dict[str, set[tuple[str, ...]]] = defaultdict(set)
     for f in files:
@@ -368,7 +368,7 @@ PRIVATE_BY_UNDERSCORE = frozenset({"python", "js"})
 def public(entries: list[decls.Entry], lang: str) -> list[decls.Entry]:
     """Drop ``_private`` names (Python, JavaScript/TypeScript conventions): they cost budget and
     are not what another file calls."""
-    from gitpilot.optimizer import decls
+    from gitpilot.context import decls
 
     if lang not in PRIVATE_BY_UNDERSCORE:
         return entries
@@ -385,7 +385,7 @@ def withhold(entries: list[decls.Entry]) -> list[decls.Entry]:
     """Declarations with each name in a credential format replaced by ``[REDACTED:<kind>]``
     (``gitpilot.redact``): a token pasted as a name must reach neither the agent nor the note.
     The declaration stays (redacted), so the file's line still says what the file holds."""
-    from gitpilot.optimizer import decls
+    from gitpilot.context import decls
     from gitpilot.redact import redact
 
     names = "\n".join(" ".join([e.name, *e.members]) for e in entries)
@@ -466,7 +466,7 @@ class Built:
 
 def build(root: Path, budget: int, tree: str | None) -> Built:
     """Build the map of the worktree at ``root`` (``tree``: its tree id when clean, for the header)."""
-    from gitpilot.optimizer import decls
+    from gitpilot.context import decls
 
     if budget < MIN_BUDGET:
         raise PilotError(f"a source map budget must be at least {MIN_BUDGET} characters (got {budget})")
