@@ -1,6 +1,7 @@
 """The capsule on real repositories: the development corpus, scored as a user's capsule is built.
 
 ``python -m bench corpus [--mirror-root DIR] [--work DIR] [--only OWNER/NAME] [--json] [-v]``
+``python -m bench corpus --speed OWNER/NAME [--rounds N] [--pilot CMD] [--json]``
 
 ``bench/corpus/cases.toml`` holds 36 tasks written like real issues over 12 public repositories
 at pinned commits, each with the Markdown sections a competent engineer must read to do it. The
@@ -19,11 +20,15 @@ those outside the instruction files (which every capsule holds whole).
 Beside it, plain BM25: the root instruction files, every section whose heading names a safety
 keyword, then BM25's best sections (whole sections, best first) up to 12 KB, and again up to the
 size of git pilot's capsule for the same task ("same size"). See bench/README.md ("Corpus").
+
+``--speed`` times ``git pilot capsule`` on one repository's checkout instead: cold (every cache
+wiped), a new task with warm section maps, the warm hit, and ``git status`` beside it (``speed``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -346,6 +351,204 @@ def run(mirrors: Path, work: Path, only: str | None, pilot: Sequence[str], bm25:
     return results
 
 
+# --- speed: ``python -m bench corpus --speed OWNER/NAME`` ---------------------------------------
+#
+# Kept apart from the recall benchmark above: it only shares ``checkout`` and the cases' tasks.
+
+
+SPEED_ROUNDS = 5
+SPEED_HIT_ROUNDS = 11
+TARGET_COLD_SECONDS = 3.0
+TARGET_NEW_TASK_SECONDS = 0.5
+
+
+@dataclass
+class Timing:
+    """One timed run: wall seconds and the CPU seconds (user + system) of the command and of
+    every process it waited for (git pilot's own git calls included)."""
+
+    wall: float
+    cpu: float
+
+
+def timed_run(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[Timing, bytes]:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Timing(wall, cpu), proc.stdout
+
+
+def _git_out(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def forget_tasks(root: Path) -> None:
+    """Make every task new: the capsules, their stamps and the task records go; what does not
+    depend on the task (section maps, per-blob term statistics) stays."""
+    pilot_dir = Path(_git_out(root, "rev-parse", "--path-format=absolute", "--git-common-dir")) / "pilot"
+    if pilot_dir.is_dir():
+        for f in pilot_dir.iterdir():
+            if f.name.startswith(("capsule-", ".capsule-")) and f.is_file():
+                f.unlink()
+    _delete_refs(root, "refs/pilot/tasks/")
+
+
+def forget_all(root: Path) -> None:
+    """Cold: every cache git pilot keeps for the repository goes (``<git common dir>/pilot/``,
+    its notes and task records)."""
+    import shutil
+
+    pilot_dir = Path(_git_out(root, "rev-parse", "--path-format=absolute", "--git-common-dir")) / "pilot"
+    shutil.rmtree(pilot_dir, ignore_errors=True)
+    _delete_refs(root, "refs/pilot/", "refs/notes/pilot/")
+
+
+def _delete_refs(root: Path, *prefixes: str) -> None:
+    refs = _git_out(root, "for-each-ref", "--format=%(refname)", *prefixes).split()
+    if refs:
+        subprocess.run(["git", "update-ref", "--stdin"], cwd=root, check=True,
+                       input="".join(f"delete {r}\n" for r in refs).encode())
+
+
+def _median(xs: Sequence[float]) -> float:
+    import statistics
+
+    return statistics.median(xs) if xs else 0.0
+
+
+def _summary(runs: Sequence[Timing]) -> dict[str, Any]:
+    return {"wall": round(_median([r.wall for r in runs]), 4), "cpu": round(_median([r.cpu for r in runs]), 4),
+            "runs": len(runs), "walls": [round(r.wall, 3) for r in runs]}
+
+
+def speed_pilot(explicit: str | None, work: Path) -> tuple[list[str], dict[str, str], str]:
+    """How git pilot is started: ``--pilot`` as given, else ``git pilot`` through git with a clean
+    install of this checkout first on PATH (``common.installed_pilot``), as a user has it."""
+    from bench import common
+
+    env = common.bench_env({"GIT_PILOT_SKIP_HOOKS": "1"})
+    if explicit:
+        return explicit.split(), env, explicit
+    bin_dir = work / "speed-bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    _python, argv = common.installed_pilot()
+    shim = bin_dir / "git-pilot"
+    shim.unlink(missing_ok=True)
+    if len(argv) == 1:
+        shim.symlink_to(argv[0])
+    else:  # no venv could be made: this checkout with the real interpreter
+        shim.write_text("#!/bin/sh\nexec " + " ".join(f'"{a}"' for a in argv) + ' "$@"\n')
+        shim.chmod(0o755)
+        env["PYTHONPATH"] = str(ROOT)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return ["git", "pilot"], env, f"git pilot ({' '.join(argv)})"
+
+
+def speed(mirrors: Path, work: Path, name: str, pilot: str | None, rounds: int = SPEED_ROUNDS,
+          hit_rounds: int = SPEED_HIT_ROUNDS) -> dict[str, Any]:
+    """Cold, new-task and warm-hit ``git pilot capsule`` on a corpus repository, beside ``git status``.
+
+    - cold: every cache wiped (``forget_all``), then a capsule: section maps parsed, term
+      statistics counted, the code searched;
+    - new task: section maps and term statistics warm (another task built them), the task never
+      built (``forget_tasks``);
+    - warm hit: the same task again, nothing changed;
+    - ``git status`` alternates with the warm hit, in the same tree and run.
+
+    Each is the median of its runs, wall and CPU; the capsule of a task must be the same bytes
+    whichever way it was made.
+    """
+    repo = next((r for r in load_cases() if r["name"] == name), None)
+    if repo is None:
+        raise SystemExit(f"corpus: no repository {name} in {CASES.name}")
+    root = checkout(mirrors, work, name, repo["commit"])
+    if root is None:
+        raise SystemExit(f"corpus: no mirror of {name} under {mirrors}")
+    argv, env, shown = speed_pilot(pilot, work)
+    tasks = []
+    for case in repo["case"]:
+        f = root / f".pilot-bench-task-{case['id']}.md"
+        f.write_text(case["task"].strip() + "\n")
+        tasks.append(f)
+
+    def capsule(task: Path) -> tuple[Timing, bytes]:
+        return timed_run([*argv, "capsule", "--task-file", str(task), "--print"], root, env)
+
+    load_before = os.getloadavg()
+    seen: dict[str, bytes] = {}
+    mismatch: list[str] = []
+
+    def check(task: Path, out: bytes, how: str) -> None:
+        if seen.setdefault(task.name, out) != out:
+            mismatch.append(f"{task.name} ({how})")
+
+    timed_run(["git", "status"], root, env)  # the index refreshed once, as after any checkout
+    cold: list[Timing] = []
+    for i in range(rounds):
+        forget_all(root)
+        t, out = capsule(tasks[i % len(tasks)])
+        cold.append(t)
+        check(tasks[i % len(tasks)], out, "cold")
+    new: list[Timing] = []
+    for i in range(rounds):
+        forget_tasks(root)
+        capsule(tasks[(i + 1) % len(tasks)])  # another task: the maps and term statistics are warm
+        t, out = capsule(tasks[i % len(tasks)])
+        new.append(t)
+        check(tasks[i % len(tasks)], out, "new task")
+    hit: list[Timing] = []
+    status: list[Timing] = []
+    capsule(tasks[0])
+    for _ in range(hit_rounds):
+        t, out = capsule(tasks[0])
+        hit.append(t)
+        check(tasks[0], out, "warm hit")
+        status.append(timed_run(["git", "status"], root, env)[0])
+    md = _git_out(root, "ls-files", "-z", "--", "*.md", "*.mdx").split("\0")
+    md = [p for p in md if p]
+    return {
+        "repo": name, "commit": repo["commit"], "pilot": shown,
+        "files": len(_git_out(root, "ls-files", "-z").split("\0")) - 1,
+        "markdown_files": len(md), "markdown_bytes": sum((root / p).stat().st_size for p in md if (root / p).is_file()),
+        "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(), "cold": _summary(cold), "new_task": _summary(new), "hit": _summary(hit),
+        "git_status": _summary(status), "mismatch": mismatch,
+        "capsule_sha256": {k: hashlib.sha256(v).hexdigest()[:16] for k, v in sorted(seen.items())},
+    }
+
+
+def render_speed(r: dict[str, Any]) -> list[str]:
+    def row(label: str, s: dict[str, Any], target: str = "") -> str:
+        return (f"  {label:<34} {s['wall'] * 1000:8.0f} ms wall {s['cpu'] * 1000:8.0f} ms CPU"
+                f"  ({s['runs']} runs){target}")
+
+    hit, st = r["hit"], r["git_status"]
+    lines = [
+        f"speed {r['repo']} at {r['commit'][:12]}: {r['files']} files, {r['markdown_files']} Markdown files "
+        f"({r['markdown_bytes'] / 1e6:.1f} MB); {r['pilot']}",
+        f"  load average {' '.join(map(str, r['load_before']))} before, {' '.join(map(str, r['load_after']))} after, "
+        f"{r['cpus']} CPUs (shared machine: CPU time is the steadier figure)",
+        row("cold (every cache wiped)", r["cold"], f"  target <= {TARGET_COLD_SECONDS:.0f} s"),
+        row("new task (warm section maps)", r["new_task"], f"  target <= {TARGET_NEW_TASK_SECONDS} s"),
+        row("warm hit (same task again)", hit),
+        row("git status", st),
+        f"  warm hit / git status: {hit['wall'] / st['wall']:.2f}x wall, {hit['cpu'] / max(st['cpu'], 1e-9):.2f}x CPU"
+        "  target <= 1",
+    ]
+    lines.append("  capsules: " + ", ".join(f"{k.removeprefix('.pilot-bench-task-').removesuffix('.md')} {v}"
+                                            for k, v in r["capsule_sha256"].items()))
+    if r["mismatch"]:
+        lines.append(f"  NOT THE SAME BYTES: {', '.join(r['mismatch'])}")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench corpus")
     ap.add_argument("--mirror-root")
@@ -354,11 +557,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--pilot", help="the command that runs git pilot (default: this checkout)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--speed", metavar="OWNER/NAME", help="time cold, new-task and warm capsules beside git status")
+    ap.add_argument("--rounds", type=int, default=SPEED_ROUNDS, help="runs of each --speed measurement")
     args = ap.parse_args(argv)
     mirrors = mirror_root(args.mirror_root)
     if mirrors is None:
         print("corpus: no mirrors (give --mirror-root DIR or GIT_PILOT_CORPUS_MIRRORS); nothing scored")
         return 0
+    if args.speed:
+        report = speed(mirrors, Path(args.work), args.speed, args.pilot, args.rounds, max(args.rounds, SPEED_HIT_ROUNDS))
+        print(json.dumps(report, indent=1, sort_keys=True) if args.json else "\n".join(render_speed(report)))
+        return 1 if report["mismatch"] else 0
     results = run(mirrors, Path(args.work), args.only, pilot_command(args.pilot))
     if args.json:
         print(json.dumps({"totals": totals(results), "cases": results}, indent=1, sort_keys=True))
