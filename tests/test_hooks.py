@@ -284,8 +284,8 @@ def test_detached_refresh_never_slows_or_fails_the_checkout(tmp_path: Path) -> N
         "    time.sleep(3)\n"
         f"    open({str(done)!r}, 'a').write(repo.head() + '\\n')\n"
         "    raise RuntimeError('refresh broke')\n"
-        "import gitpilot.context.cache as c\n"
-        "c.refresh_section_maps = refresh_section_maps\n"
+        "import gitpilot.context.cache as cache\n"
+        "cache.refresh_section_maps = refresh_section_maps\n"
     )
     env = {"PYTHONPATH": f"{plug}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     import time

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitpilot.context import sources as S
+from gitpilot.context import sources
 from gitpilot.context.cache import fingerprint
 from gitpilot.context.mandatory import (
     SKIP_STATUSES,
@@ -124,7 +124,7 @@ class Prepared:
     """Everything the selection starts from: the sources read, what is shown whatever the task
     (instruction files, mandatory sections), the candidate documents and the task's code area."""
 
-    srcs: dict[str, S.Source]
+    srcs: dict[str, sources.Source]
     files: Files
     skipped: list[tuple[str, str]]
     shown: dict[str, list[tuple[int, int]]]
@@ -141,8 +141,8 @@ def prepare(repo: Repo, task_text: str, state: Any, *, use_cache: bool = True) -
     from gitpilot.redact import contains_secret, is_credential_filename
 
     root: Path = state.root
-    opts: S.Options = state.options
-    srcs: dict[str, S.Source] = state.sources
+    opts: sources.Options = state.options
+    srcs: dict[str, sources.Source] = state.sources
     skipped: list[tuple[str, str]] = []
     files = Files()
     search = _start_area_search(root, state.inventory, task_text, is_credential_filename)
@@ -165,7 +165,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     from gitpilot.context.select import Ranking
 
     root: Path = state.root
-    opts: S.Options = state.options
+    opts: sources.Options = state.options
     got = prepare(repo, task_text, state, use_cache=use_cache)
     srcs, files, skipped, shown, withheld = got.srcs, got.files, got.skipped, got.shown, got.withheld
     instr, aliases, mandatory, docs = got.instr, got.aliases, got.mandatory, got.docs
@@ -189,7 +189,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
             if sec.withheld:
                 withhold(d.path, d.smap, d.lines, sec, withheld)
     withheld.sort(key=lambda w: (w.path, w.start))
-    ignored = S.ignored_context_files(root, opts)
+    ignored = sources.ignored_context_files(root, opts)
     for name in ignored:
         if not any(n == name for n, _ in skipped):
             skipped.append((name, "ignored by git: not read"))
@@ -209,7 +209,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
 
 def _candidates(
     repo: Repo,
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
     shown: Mapping[str, Sequence[tuple[int, int]]],
     copies: Mapping[str, str],
@@ -260,7 +260,7 @@ def _candidates(
     return docs
 
 
-def _start_area_search(root: Path, inv: S.Inventory, task: str, cred: Callable[[str], bool]) -> Any:
+def _start_area_search(root: Path, inv: sources.Inventory, task: str, cred: Callable[[str], bool]) -> Any:
     """The search for the task's names in the code, started before the documents are read."""
     from gitpilot.context import area
 
@@ -269,7 +269,7 @@ def _start_area_search(root: Path, inv: S.Inventory, task: str, cred: Callable[[
     return area.start(root, code, _task_ids(task)), code
 
 
-def _area(search: Any, inv: S.Inventory, docs: Sequence[Any], task: str, ids: Sequence[str]) -> Any:
+def _area(search: Any, inv: sources.Inventory, docs: Sequence[Any], task: str, ids: Sequence[str]) -> Any:
     from gitpilot.context import area
     from gitpilot.context.query import query_weights
 
@@ -312,7 +312,7 @@ def _everything(
 
 
 def _copies(
-    srcs: Mapping[str, S.Source], files: Files, shown: Mapping[str, Sequence[tuple[int, int]]]
+    srcs: Mapping[str, sources.Source], files: Files, shown: Mapping[str, Sequence[tuple[int, int]]]
 ) -> dict[str, str]:
     """Files that repeat another source (a symlink, a file of ``@imports`` only, the same blob),
     each with the file it repeats.
@@ -323,9 +323,9 @@ def _copies(
     """
     out = {p: s.alias_of for p, s in srcs.items() if s.alias_of}
     for path, text in files.texts.items():
-        if path in srcs and path not in out and S.only_imports(text):
+        if path in srcs and path not in out and sources.only_imports(text):
             base = dir_of(path)
-            targets = [t for t in (S.normalize(base, i) for i in S.imports_of(text)) if t]
+            targets = [t for t in (sources.normalize(base, i) for i in sources.imports_of(text)) if t]
             out[path] = targets[0] if targets else ""
     first: dict[str, str] = {}
     for path in sorted(srcs, key=lambda p: (p not in shown, p)):
@@ -341,8 +341,8 @@ def _copies(
 
 def _expand_imports(
     root: Path,
-    inv: S.Inventory,
-    srcs: dict[str, S.Source],
+    inv: sources.Inventory,
+    srcs: dict[str, sources.Source],
     cred: Callable[[str], bool],
     files: Files,
     skipped: list[tuple[str, str]],
@@ -353,20 +353,20 @@ def _expand_imports(
     while queue:
         path, depth = queue.pop(0)
         src = srcs[path]
-        if src.status in SKIP_STATUSES or depth >= S.IMPORT_DEPTH:
+        if src.status in SKIP_STATUSES or depth >= sources.IMPORT_DEPTH:
             continue
         loaded = _read_one(root, src, files)
         if loaded is None:
             continue
         base = path.rsplit("/", 1)[0] if "/" in path else ""
-        for spec in S.imports_of(loaded):
-            rel = S.normalize(base, spec)
-            if rel is None or not S.inside(root, rel):
+        for spec in sources.imports_of(loaded):
+            rel = sources.normalize(base, spec)
+            if rel is None or not sources.inside(root, rel):
                 skipped.append((spec, f"imported by {path}: outside the repository, refused"))
                 continue
             if rel not in srcs:
-                srcs[rel] = S.Source(rel, {"import", "memory", "rule"}, "")
-                S.settle(root, inv, {rel: srcs[rel]}, cred)
+                srcs[rel] = sources.Source(rel, {"import", "memory", "rule"}, "")
+                sources.settle(root, inv, {rel: srcs[rel]}, cred)
             else:
                 srcs[rel].roles.update({"import", "memory", "rule"})
             if rel not in seen and srcs[rel].status not in SKIP_STATUSES and _markdownish(rel):
@@ -376,15 +376,15 @@ def _expand_imports(
         src = srcs[path]
         target: str | None = None
         if src.status not in ("credential", "outside"):
-            target = S.link_target(root, path)
+            target = sources.link_target(root, path)
         if target == "":
             src.status = "outside"
             src.note = "a symlink that leaves the repository"
         elif target:
             src.alias_of = target
             if target not in srcs:
-                srcs[target] = S.Source(target, set(), "")
-                S.settle(root, inv, {target: srcs[target]}, cred)
+                srcs[target] = sources.Source(target, set(), "")
+                sources.settle(root, inv, {target: srcs[target]}, cred)
             srcs[target].roles.update(r for r in src.roles if r in ("instruction", "memory", "rule"))
 
 
@@ -392,12 +392,12 @@ def _markdownish(path: str) -> bool:
     return path.lower().endswith((".md", ".mdx", ".markdown", ".txt"))
 
 
-def _read_one(root: Path, src: S.Source, files: Files) -> str | None:
+def _read_one(root: Path, src: sources.Source, files: Files) -> str | None:
     if src.path in files.texts:
         return files.texts[src.path]
     if src.status in SKIP_STATUSES:
         return None
-    loaded = S.read_text(root, src.path)
+    loaded = sources.read_text(root, src.path)
     if loaded.text is None:
         src.status = loaded.status
         src.blob = "" if loaded.status == "outside" else src.blob
@@ -406,7 +406,8 @@ def _read_one(root: Path, src: S.Source, files: Files) -> str | None:
     return loaded.text
 
 
-def _read_all(root: Path, srcs: dict[str, S.Source], files: Files, skipped: list[tuple[str, str]]) -> None:
+def _read_all(root: Path, srcs: dict[str, sources.Source], files: Files,
+              skipped: list[tuple[str, str]]) -> None:
     for path, src in srcs.items():
         if src.alias_of:
             continue
@@ -423,14 +424,14 @@ _STATUS_WORDS = {
     "credential": "named like a credential file: never opened",
     "outside": "outside the repository: refused",
     "not-utf8": "not UTF-8 text: skipped",
-    "too-large": f"larger than {S.MAX_FILE_BYTES} bytes: skipped",
+    "too-large": f"larger than {sources.MAX_FILE_BYTES} bytes: skipped",
     "missing": "missing",
 }
 
 
 def _load_maps(
     repo: Repo,
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
     contains_secret: Callable[[str], bool],
     use_cache: bool,
@@ -486,7 +487,7 @@ def _excerpt(p: Piece) -> str:
 def _render(
     state: Any,
     repo: Repo,
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
     instr: Sequence[Piece],
     aliases: Sequence[str],
@@ -595,7 +596,7 @@ def _tables_named(
     return out
 
 
-def _memory_section(srcs: Mapping[str, S.Source], files: Files, area_files: Sequence[str] = ()) -> str:
+def _memory_section(srcs: Mapping[str, sources.Source], files: Files, area_files: Sequence[str] = ()) -> str:
     """What Claude Code loads itself, by path and hash; of its path-scoped rules (``paths:``), those
     whose paths hold files of the task's area are named as applying to it (Claude Code loads
     them when it works on those files)."""
@@ -616,7 +617,7 @@ def _memory_section(srcs: Mapping[str, S.Source], files: Files, area_files: Sequ
             front = frontmatter.parse(files.lines.get(path, ()))
             if front.scoped:
                 extra += f" · paths {', '.join(f'`{g}`' for g in front.scopes)}"
-                if any(S.matches(f, front.scopes) for f in area_files):
+                if any(sources.matches(f, front.scopes) for f in area_files):
                     extra += " · **applies to the files this task concerns**"
             rows.append(f"- `{path}` · sha256 {sha256_text(files.texts[path])} · {size} bytes{extra}")
         elif src.alias_of:
@@ -689,7 +690,7 @@ def _piece_rec(p: Piece) -> dict[str, Any]:
 
 def _manifest(
     state: Any,
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
     instr: Sequence[Piece],
     mandatory: Sequence[Piece],

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitpilot.context import sources as S
+from gitpilot.context import sources
 from gitpilot.context.markdown import Section, SectionMap, range_text, sha256_text, slug
 
 PROJECT_WORD_SHARE = 0.5  # a directory name in more of the context files than this names the project
 PROJECT_WORD_MIN_FILES = 10  # (too few files to tell)
 PROJECT_WORD_SAMPLE = 400  # files looked at, at most, in a larger tree
-_NO_SRC = S.Source("", set(), "")
+_NO_SRC = sources.Source("", set(), "")
 SKIP_STATUSES = {"ignored", "credential", "outside", "missing", "not-utf8", "too-large"}
 
 
@@ -52,7 +52,7 @@ class Files:
     parsed: int = 0
 
 
-def is_candidate(src: S.Source) -> bool:
+def is_candidate(src: sources.Source) -> bool:
     roles = src.roles
     if src.status in SKIP_STATUSES:
         return False
@@ -141,9 +141,9 @@ def whole_file(
 
 
 def instruction_pieces(
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
-    opts: S.Options,
+    opts: sources.Options,
     shown: dict[str, list[tuple[int, int]]],
     withheld: list[Piece],
 ) -> tuple[list[Piece], list[str]]:
@@ -161,9 +161,10 @@ def instruction_pieces(
         if src.alias_of:
             notes.append(f"`{name}` is a symlink to `{src.alias_of}`")
             targets = [src.alias_of]
-        elif name in files.texts and S.only_imports(files.texts[name]):
+        elif name in files.texts and sources.only_imports(files.texts[name]):
             base = name.rsplit("/", 1)[0] if "/" in name else ""
-            targets = [t for t in (S.normalize(base, i) for i in S.imports_of(files.texts[name])) if t]
+            imported = sources.imports_of(files.texts[name])
+            targets = [t for t in (sources.normalize(base, i) for i in imported) if t]
             notes.append(f"`{name}` only imports " + ", ".join(f"`{t}`" for t in targets))
         for t in targets:
             if t in done or t not in files.maps:
@@ -185,9 +186,9 @@ def _keyword_rx(words: Iterable[str]) -> re.Pattern[str] | None:
 
 def mandatory_pieces(
     root: Path,
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
-    opts: S.Options,
+    opts: sources.Options,
     task: str,
     named: Sequence[str],
     shown: dict[str, list[tuple[int, int]]],
@@ -230,9 +231,9 @@ def mandatory_pieces(
 
 def _deferred_details(
     regions: Sequence[tuple[str, int, int]],
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
-    opts: S.Options,
+    opts: sources.Options,
     shown: dict[str, list[tuple[int, int]]],
     withheld: list[Piece],
     copies: Mapping[str, str],
@@ -265,7 +266,7 @@ def _within(ranges: Iterable[tuple[int, int]], a: int, b: int) -> bool:
 
 
 def _nested(
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
     task: str,
     named: Sequence[str],
@@ -286,7 +287,7 @@ def _nested(
         word_rx = re.compile(r"(?<![\w/.-])" + re.escape(base) + r"(?![\w-])", re.IGNORECASE)
         by_word = len(base) >= 3 and word_rx.search(task) and not _names_the_project(word_rx, files)
         by_path = re.search(r"(?<![\w/.-])" + re.escape(directory) + r"(?![\w-])", task, re.IGNORECASE)
-        if S.applies_to(named, directory, tracked) or by_word or by_path:
+        if sources.applies_to(named, directory, tracked) or by_word or by_path:
             why = f"nested instruction file for `{directory}/`, which the task names"
             out += whole_file(path, files, "", why, shown, withheld)
     return out
@@ -315,7 +316,7 @@ def _names_the_project(word_rx: re.Pattern[str], files: Files) -> bool:
 
 def repeats_shown(
     path: str,
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
     shown: Mapping[str, Sequence[tuple[int, int]]],
     copies: Mapping[str, str],
@@ -348,9 +349,9 @@ def dir_of(path: str) -> str:
 
 
 def _always_include(
-    srcs: Mapping[str, S.Source],
+    srcs: Mapping[str, sources.Source],
     files: Files,
-    opts: S.Options,
+    opts: sources.Options,
     shown: dict[str, list[tuple[int, int]]],
     withheld: list[Piece],
     skipped: list[tuple[str, str]],

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitpilot import __version__
-from gitpilot.context import sources as S
+from gitpilot.context import sources
 from gitpilot.context.cache import fingerprint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,9 +37,9 @@ class State:
     task_text: str
     task_id: str
     config: Config
-    options: S.Options
-    inventory: S.Inventory
-    sources: dict[str, S.Source]
+    options: sources.Options
+    inventory: sources.Inventory
+    sources: dict[str, sources.Source]
     fp_records: list[dict[str, Any]]
     config_rel: str
     config_blob: str
@@ -60,11 +60,11 @@ class State:
         return f"capsule-{self.task_id}.json"
 
 
-def options_from(cfg: Config, agent: str | None = None) -> S.Options:
+def options_from(cfg: Config, agent: str | None = None) -> sources.Options:
     def tup(key: str) -> tuple[str, ...]:
         return tuple(str(x) for x in cfg.get(key))
 
-    return S.Options(
+    return sources.Options(
         files=tup("leanloop.context.files"),
         files_configured=cfg.is_set("leanloop.context.files"),
         instruction_files=tup("leanloop.context.instruction_files"),
@@ -88,13 +88,13 @@ def prepare(repo: Repo, task_text: str, agent: str | None = None) -> State:
     index_sig = signature(repo.git_dir / "index")  # before reading the index: a later change misses
     cfg = config_mod.load(root)
     opts = options_from(cfg, agent)
-    inv = S.inventory(root)
-    srcs = S.plan(root, inv, opts, is_credential=is_credential_filename)
+    inv = sources.inventory(root)
+    srcs = sources.plan(root, inv, opts, is_credential=is_credential_filename)
     config_rel, config_blob, config_bytes = "", "", 0
     if cfg.path is not None:
         config_rel = str(Path(cfg.path).resolve().relative_to(root.resolve())).replace("\\", "/")
         data = Path(cfg.path).read_bytes()
-        config_blob, config_bytes = S.git_blob_id(data), len(data)
+        config_blob, config_bytes = sources.git_blob_id(data), len(data)
     records = [s.record() for s in srcs.values()]
     records.append(
         {"path": config_rel or "(no config)", "roles": ["config"], "status": "file", "blob": config_blob}
@@ -130,8 +130,8 @@ def extra_records(
     """Sources found by reading (imports, symlink targets), re-derived from the index and stats."""
     from gitpilot.redact import is_credential_filename
 
-    found = {path: S.Source(path, set(roles.get(path, ())), "") for path in sorted(set(paths))}
-    S.settle(state.root, state.inventory, found, is_credential_filename)
+    found = {path: sources.Source(path, set(roles.get(path, ())), "") for path in sorted(set(paths))}
+    sources.settle(state.root, state.inventory, found, is_credential_filename)
     return [src.record() for src in found.values()]
 
 
@@ -167,9 +167,9 @@ def probe_paths(state: State, extras: Iterable[str]) -> list[str]:
     probes = {p for p, s in state.sources.items() if p not in state.inventory.entries}
     probes.update(p for p in extras if p not in state.inventory.entries)
     probes.update(state.options.instruction_files)
-    probes.update(S.MEMORY_FILES)
-    probes.update([".claude", S.MEMORY_RULES_DIR])
-    rules = state.root / S.MEMORY_RULES_DIR
+    probes.update(sources.MEMORY_FILES)
+    probes.update([".claude", sources.MEMORY_RULES_DIR])
+    rules = state.root / sources.MEMORY_RULES_DIR
     if rules.is_dir():
         for dirpath, _dirs, _names in os.walk(rules):
             probes.add(os.path.relpath(dirpath, state.root).replace(os.sep, "/"))
@@ -183,7 +183,6 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: byte
     from gitpilot.context.stamp import write_stamp
 
     extras = [str(p) for p in manifest.get("extra_sources", [])]
-    sources = set(state.sources) | set(extras)
     write_stamp(
         repo.git_dir,
         state.root,
@@ -191,7 +190,7 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: byte
         key=state.stamp_key,
         index_sig=state.index_sig,
         capsule=body,
-        sources=sources,
+        sources=set(state.sources) | set(extras),
         probes=probe_paths(state, extras),
         started_ns=state.started_ns,
         baseline_bytes=int(manifest.get("baseline_bytes", 0)),

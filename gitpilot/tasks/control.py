@@ -13,7 +13,7 @@ from typing import Any
 
 from gitpilot.repo import Repo
 from gitpilot.store.tasks import TaskStore
-from gitpilot.tasks import launch as L
+from gitpilot.tasks import launch
 from gitpilot.tasks.session import SESSION_FILE, current, find_task, parse_session, update_session
 from gitpilot.tasks.state import STATE_FILE, parse_state, summary_line
 
@@ -43,8 +43,8 @@ def stop(repo: Repo, ident: str) -> StopReport:
     files = TaskStore(repo).read(tid) or {}
     record = parse_session(files.get(SESSION_FILE))
     cur = current(record) or {}
-    proc = L.running_process(repo, tid)
-    if proc is not None and L.terminate(int(str(proc["pid"]))):
+    proc = launch.running_process(repo, tid)
+    if proc is not None and launch.terminate(int(str(proc["pid"]))):
         report.lines.append(f"stopped the session process (pid {proc['pid']})")
     if cur.get("mode") == "background":
         report.lines += _stop_background(repo, tid, cur)
@@ -56,7 +56,7 @@ def stop(repo: Repo, ident: str) -> StopReport:
     def record_stop(rec: dict[str, Any], state: dict[str, Any]) -> None:
         state["status"] = "stopped"
         state["quota_wait"] = None
-        state["updated"] = L.now_iso()
+        state["updated"] = launch.now_iso()
 
     update_session(repo, tid, record_stop, "pilot: stop")
     if not report.lines:
@@ -73,16 +73,16 @@ def _stop_background(repo: Repo, tid: str, cur: dict[str, Any]) -> list[str]:
     if not features.installed:
         short = cur.get("short_id")
         return [f"{adapter.executable} is not installed: cannot stop background session {short}"]
-    live = L.list_live(repo, tid, adapter, features)
+    live = launch.list_live(repo, tid, adapter, features)
     if live is None:
         return [f"{adapter.executable} cannot list its sessions: stop {cur.get('short_id')} yourself"]
-    job = L.find_live(live, cur.get("session_id"), cur.get("short_id"))
+    job = launch.find_live(live, cur.get("session_id"), cur.get("short_id"))
     if job is None or job.state in TERMINAL:
         return []
     inv = adapter.stop(job, features)
     if inv is None:
         return [f"{adapter.executable} cannot stop sessions: stop {job.short_id} yourself"]
-    done = L.execute(repo, tid, adapter, inv, "stop")
+    done = launch.execute(repo, tid, adapter, inv, "stop")
     if done.outcome.exit_code != 0:
         return [f"could not stop background session {job.short_id}: {done.outcome.failure}"]
     return [f"stopped background session {job.short_id} ({job.state})"]

@@ -37,9 +37,7 @@ from gitpilot.config import Config, load
 from gitpilot.errors import PilotError
 from gitpilot.repo import Repo
 from gitpilot.store.tasks import TaskStore, task_id
-from gitpilot.tasks import delta as D
-from gitpilot.tasks import launch as L
-from gitpilot.tasks import prompts as P
+from gitpilot.tasks import delta, launch, prompts
 from gitpilot.tasks.session import SESSION_FILE, current, find_task, parse_session, update_session
 from gitpilot.tasks.state import STATE_FILE, parse_state
 
@@ -164,7 +162,7 @@ def _remember(repo: Repo, tid: str) -> None:
 def _v04_continue(ctx: _Ctx, dry_run: bool) -> Report:
     """v0.4.0's continuation (``leanloop.enabled = false``): a new session with the v0.4.0 launch
     prompt, never a resume of the old one (and never beside one that still runs)."""
-    running = L.running_process(ctx.repo, ctx.tid)
+    running = launch.running_process(ctx.repo, ctx.tid)
     if running is not None:
         raise PilotError(f"task {ctx.tid[:12]}: its session is still running (pid {running['pid']}); "
                          f"stop it first with git pilot stop {ctx.tid[:12]}")
@@ -192,7 +190,7 @@ def _launch_new(ctx: _Ctx, dry_run: bool, task_file: Path | None) -> Report:
 
 def _tools(ctx: _Ctx) -> tuple[str, ...]:
     """The session's allow-list: LeanLoop's entries, or none with ``leanloop.enabled = false``."""
-    return P.ALLOWED_TOOLS if ctx.leanloop else ()
+    return prompts.ALLOWED_TOOLS if ctx.leanloop else ()
 
 
 def _assumed(ctx: _Ctx) -> Features:
@@ -209,7 +207,7 @@ def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Pat
     if not ctx.leanloop:
         _keep_task_text(ctx)
         rule_files, config_path, context_files = _plain_sources(ctx)
-        prompt = P.v04_prompt(ctx.repo.workdir, rule_files, config_path, context_files, ctx.text)
+        prompt = prompts.v04_prompt(ctx.repo.workdir, rule_files, config_path, context_files, ctx.text)
         line = (f"leanloop disabled: the v0.4.0 launch prompt ({len(prompt.encode('utf-8'))} bytes, "
                 f"{len(rule_files)} rule file(s), {len(context_files)} context file(s))")
         return prompt, "plain", None, [line], ctx.repo.workdir
@@ -219,8 +217,8 @@ def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Pat
     if cap.path is None:
         raise PilotError("the capsule was not written to disk")
     planner = bool(_setting(ctx.cfg, "planner.enabled", False))
-    prompt = P.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner)
-    given = D.session_manifest(ctx.repo.workdir, cap.manifest)
+    prompt = prompts.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner)
+    given = delta.session_manifest(ctx.repo.workdir, cap.manifest)
     sent = cap.capsule_bytes + len(prompt.encode("utf-8"))
     ctx.ledger = ("capsule", sent, max(0, cap.baseline_bytes - cap.capsule_bytes))
     reused = "reused" if cap.reused else "built"
@@ -319,7 +317,7 @@ def _task_file_change(repo: Repo, task_file: Path | None, tid: str, dry_run: boo
 def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | None, *,
            task_file: Path | None, forked_from: str | None, what: str = "session") -> Report:
     agent = ctx.adapter.name
-    started = L.now_iso()
+    started = launch.now_iso()
 
     def opening(rec: dict[str, Any], state: dict[str, Any]) -> None:
         rec["agent"] = agent
@@ -340,7 +338,7 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
     update_session(ctx.repo, ctx.tid, opening, f"pilot: {what} starts ({agent}, {inv.mode})")
     ctx.notify(f"starting {agent} ({inv.mode}) for task {ctx.tid[:12]}")
     try:
-        done = L.execute(ctx.repo, ctx.tid, ctx.adapter, inv, what)
+        done = launch.execute(ctx.repo, ctx.tid, ctx.adapter, inv, what)
     except KeyboardInterrupt:
         _interrupted(ctx)
         raise
@@ -366,7 +364,7 @@ def _start(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | N
         except KeyboardInterrupt:
             _interrupted(ctx)
             raise
-        again = ctx.adapter.resume(sid, P.continuation(ctx.tid, "The rate limit has passed."), retry_mode,
+        again = ctx.adapter.resume(sid, prompts.continuation(ctx.tid, "The rate limit has passed."), retry_mode,
                                    ctx.features, _tools(ctx))
         if again is not None:
             report.command = again.shell()
@@ -380,7 +378,7 @@ def _interrupted(ctx: _Ctx) -> None:
     task ``working`` that nothing works on. The interrupt then goes on (exit 130)."""
     import signal
 
-    ended = L.now_iso()
+    ended = launch.now_iso()
 
     def record(rec: dict[str, Any], state: dict[str, Any]) -> None:
         entry = current(rec)
@@ -418,15 +416,15 @@ def _session_entry(sid: str | None, short: str | None, agent: str, mode: str, st
 
 
 def _background_started(ctx: _Ctx, inv: Invocation, report: Report, given: dict[str, Any] | None,
-                        done: L.Finished, forked_from: str | None, started: str) -> Report:
+                        done: launch.Finished, forked_from: str | None, started: str) -> Report:
     outcome = done.outcome
     if outcome.exit_code != 0 or not outcome.short_id:
         failure = outcome.failure or "the background session did not start"
         said = ctx.adapter.failure_text(done.stdout, done.stderr)
         _finish(ctx, forked_from, outcome.exit_code or 1, failure, said, report)
         return report
-    live = L.list_live(ctx.repo, ctx.tid, ctx.adapter, ctx.features) or []
-    job = L.find_live(live, None, outcome.short_id)
+    live = launch.list_live(ctx.repo, ctx.tid, ctx.adapter, ctx.features) or []
+    job = launch.find_live(live, None, outcome.short_id)
     sid = job.session_id if job else None
     report.session_id = sid or outcome.short_id
     if sid is None:
@@ -472,7 +470,7 @@ def _finish(ctx: _Ctx, sid: str | None, code: int, failure: str | None, output: 
             report.lines.append(stop.message + (f"; retrying once in {_retry_pause():g}s" if retry else ""))
         else:
             report.lines.append(f"{ctx.adapter.name} failed: {failure}")
-    ended = L.now_iso()
+    ended = launch.now_iso()
 
     def record(rec: dict[str, Any], state: dict[str, Any]) -> None:
         entry = current(rec)
@@ -521,7 +519,7 @@ def _classify_stop(ctx: _Ctx, sid: str | None, output: str) -> Any:
 def _resume(ctx: _Ctx, record: dict[str, Any], dry_run: bool) -> Report:
     cur = current(record) or {}
     sid, short = cur.get("session_id"), cur.get("short_id")
-    running = L.running_process(ctx.repo, ctx.tid)
+    running = launch.running_process(ctx.repo, ctx.tid)
     if running is not None:
         raise PilotError(f"task {ctx.tid[:12]}: its session is still running (pid {running['pid']}); "
                          f"stop it first with git pilot stop {ctx.tid[:12]}")
@@ -596,10 +594,10 @@ def _resume_mode(ctx: _Ctx, previous: str) -> Mode | None:
 
 def _settle_background(ctx: _Ctx, sid: str | None, short: str | None) -> list[str]:
     """Refuse to resume a busy background session; stop an idle one first (no copy is started)."""
-    live = L.list_live(ctx.repo, ctx.tid, ctx.adapter, ctx.features)
+    live = launch.list_live(ctx.repo, ctx.tid, ctx.adapter, ctx.features)
     if live is None:
         return []
-    job = L.find_live(live, sid, short)
+    job = launch.find_live(live, sid, short)
     if job is not None and job.state == "failed":
         _refuse_into_a_limit(ctx, job)
     if job is None or job.state in TERMINAL:
@@ -611,7 +609,7 @@ def _settle_background(ctx: _Ctx, sid: str | None, short: str | None) -> list[st
     if inv is None:
         raise PilotError(f"task {ctx.tid[:12]}: background session {job.short_id} is still {job.state} and "
                          f"{ctx.adapter.executable} cannot stop it; stop it yourself first")
-    done = L.execute(ctx.repo, ctx.tid, ctx.adapter, inv, "stop idle session")
+    done = launch.execute(ctx.repo, ctx.tid, ctx.adapter, inv, "stop idle session")
     if done.outcome.exit_code != 0:
         raise PilotError(f"could not stop idle session {job.short_id}: {done.outcome.failure}")
     return [f"stopped idle background session {job.short_id} ({job.state}) first"]
@@ -642,25 +640,25 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
     from gitpilot.context.capsule import build_capsule
 
     cap = build_capsule(ctx.repo, ctx.text)
-    given = D.session_manifest(ctx.repo.workdir, cap.manifest)
-    delta = D.compute(given_before, given, cap.manifest, ctx.repo.workdir)
+    given = delta.session_manifest(ctx.repo.workdir, cap.manifest)
+    changed = delta.compute(given_before, given, cap.manifest, ctx.repo.workdir)
     assert cap.path is not None
     planner = bool(_setting(ctx.cfg, "planner.enabled", False))
     # What a fresh start would send instead: the capsule and its launch prompt.
-    fresh = cap.capsule_bytes + len(P.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner).encode())
-    if delta.empty:
-        message = P.continuation(ctx.tid, ctx.note)
+    fresh = cap.capsule_bytes + len(prompts.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner).encode())
+    if changed.empty:
+        message = prompts.continuation(ctx.tid, ctx.note)
         ctx.ledger = ("continuation", len(message.encode()), max(0, fresh - len(message.encode())))
         line = f"context unchanged: continuation ({len(message.encode())} bytes)"
         return message, "continuation", given, [line], None
     path = ctx.repo.worktree_pilot_dir / f"delta-{ctx.tid}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = D.render(delta, ctx.tid).encode("utf-8")
+    body = delta.render(changed, ctx.tid).encode("utf-8")
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_bytes(body)
     os.replace(tmp, path)
-    nsrc, nsec = delta.counts()
-    message = P.delta_message(ctx.tid, path, nsrc, nsec, ctx.note)
+    nsrc, nsec = changed.counts()
+    message = prompts.delta_message(ctx.tid, path, nsrc, nsec, ctx.note)
     sent = len(body) + len(message.encode())
     ctx.ledger = ("delta", sent, max(0, fresh - sent))
     line = (f"context changed: delta {path} ({len(body)} bytes, {nsrc} source(s), {nsec} section(s); "
