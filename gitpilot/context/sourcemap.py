@@ -127,8 +127,10 @@ class SourceFile:
 
 
 @dataclass
-class Inventory:
-    """What the index holds: the mappable files, and what was left out and why."""
+class Mappable:
+    """What of the index can be mapped: the source files, and what was left out and why.
+
+    (Not ``context.sources.Inventory``, which is every index entry the capsule may read.)"""
 
     files: list[SourceFile] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)
@@ -195,11 +197,11 @@ def _attributes(root: Path, paths: Sequence[str]) -> dict[str, str]:
     return marked
 
 
-def inventory(root: Path) -> Inventory:
+def mappable(root: Path) -> Mappable:
     """The mappable source files of the worktree at ``root``, with their heads read."""
     from gitpilot.context import decls
 
-    inv = Inventory()
+    inv = Mappable()
     candidates: list[tuple[str, str]] = []
     attributes_file = False
     for mode, path in _ls_files(root):
@@ -470,7 +472,7 @@ def build(root: Path, budget: int, tree: str | None) -> Built:
 
     if budget < MIN_BUDGET:
         raise PilotError(f"a source map budget must be at least {MIN_BUDGET} characters (got {budget})")
-    inv = inventory(root)
+    inv = mappable(root)
     count_importers(inv.files)
     count_changes(root, inv.files)
     where = f"tree {tree[:12]}" if tree else "working tree with uncommitted changes"

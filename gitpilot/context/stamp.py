@@ -66,8 +66,9 @@ def signature(path: str | os.PathLike[str]) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode]
 
 
-def find_repo(cwd: str) -> tuple[str, str] | None:
-    """(worktree root, git dir) without running git; None when unsure (use git)."""
+def worktree_and_git_dir(cwd: str) -> tuple[str, str] | None:
+    """(worktree root, git dir) without running git; None when unsure, or when the environment
+    names another repository or index (then git must say)."""
     if any(k in os.environ for k in _ENV_BLOCKERS):
         return None
     found = find_git(cwd)
@@ -161,7 +162,7 @@ def _names(value: object) -> list[str] | None:
 
 def express(cwd: str | os.PathLike[str], task_text: str, agent: str = "") -> Hit | None:
     """The stored capsule for ``task_text`` when its stamp still holds; None otherwise."""
-    found = find_repo(os.fspath(cwd))
+    found = worktree_and_git_dir(os.fspath(cwd))
     if found is None:
         return None
     root, git_dir = found

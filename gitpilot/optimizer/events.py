@@ -127,8 +127,9 @@ _VALUE_OPTS = {
 }
 
 
-class Invocation:
-    """One recognized runner invocation inside a shell command.
+class RunnerCall:
+    """One recognized runner invocation inside a shell command (not ``agents.base.Invocation``,
+    the argv git pilot starts an agent with).
 
     ``check`` is the normalized check key (``pytest tests/x.py``, ``npm test``, ``cargo test``,
     ``check:lint`` for a configured check) or ``""`` when the runner is not a check we follow.
@@ -152,21 +153,21 @@ class Invocation:
         self.module = module
 
     def __repr__(self) -> str:
-        return f"Invocation({self.check or self.runner!r}, form={self.form!r})"
+        return f"RunnerCall({self.check or self.runner!r}, form={self.form!r})"
 
 
 class ParsedCommand:
-    """What a shell command runs: its invocations and whether its exit status is theirs."""
+    """What a shell command runs: its runner calls and whether its exit status is theirs."""
 
-    __slots__ = ("invocations", "masked")
+    __slots__ = ("calls", "masked")
 
-    def __init__(self, invocations: list[Invocation], masked: bool) -> None:
-        self.invocations = invocations
+    def __init__(self, calls: list[RunnerCall], masked: bool) -> None:
+        self.calls = calls
         self.masked = masked
 
     @property
-    def checks(self) -> list[Invocation]:
-        return [inv for inv in self.invocations if inv.check]
+    def checks(self) -> list[RunnerCall]:
+        return [inv for inv in self.calls if inv.check]
 
     def check_status(self, overall: str) -> str:
         """The status of the command's one recognized check, given the command's status.
@@ -313,13 +314,13 @@ def _program(word: str) -> tuple[str, str]:
     return base, "\0"  # a path we do not learn (absolute or unusual)
 
 
-def _invocation(words: list[str], checks: Sequence[tuple[str, list[str]]]) -> Invocation | None:
+def _runner_call(words: list[str], checks: Sequence[tuple[str, list[str]]]) -> RunnerCall | None:
     words = _strip_prefix(words)
     if not words:
         return None
     for name, ctoks in checks:
         if ctoks and words[: len(ctoks)] == ctoks:
-            return Invocation(name, "check:" + name, (), "", (), "")
+            return RunnerCall(name, "check:" + name, (), "", (), "")
     launcher, words = _launcher(words)
     if not words:
         return None
@@ -343,7 +344,7 @@ def _invocation(words: list[str], checks: Sequence[tuple[str, list[str]]]) -> In
     check, targets = _check_key(runner, prog, args)
     if not check and not form:
         return None
-    return Invocation(runner, check, targets, form, names, module)
+    return RunnerCall(runner, check, targets, form, names, module)
 
 
 def _check_key(runner: str, prog: str, args: list[str]) -> tuple[str, tuple[str, ...]]:
@@ -435,17 +436,17 @@ def parse_command(command: str, checks: Sequence[tuple[str, str]] = ()) -> Parse
             check_toks.append((name, ct))
     segments = _segments(toks)
     pipefail = _pipefail(segments)
-    invocations: list[Invocation] = []
+    calls: list[RunnerCall] = []
     masked = False
     last = len(segments) - 1
     for idx, (words, _op) in enumerate(segments):
-        inv = _invocation(words, check_toks)
+        inv = _runner_call(words, check_toks)
         if inv is None:
             continue
-        invocations.append(inv)
+        calls.append(inv)
         if any(_masks(op, j == last, pipefail) for j, (_, op) in enumerate(segments) if j >= idx):
             masked = True
-    return ParsedCommand(invocations, masked)
+    return ParsedCommand(calls, masked)
 
 
 # ---------------------------------------------------------------------------------------

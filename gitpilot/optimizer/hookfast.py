@@ -25,6 +25,7 @@ import sys
 import time
 from typing import Any
 
+from gitpilot.gitenv import find_git
 from gitpilot.optimizer import learn, loop, statefile
 from gitpilot.optimizer.events import PROMPT, SESSION_END, SESSION_START, STOP, TOOL, Event, claude_hook_event
 
@@ -44,14 +45,6 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 # ---------------------------------------------------------------------------------------
 # repository and configuration, cheaply
 # ---------------------------------------------------------------------------------------
-
-def find_repo(start: str) -> tuple[str, str] | None:
-    """(worktree root, git common dir) for ``start``, found without running git."""
-    from gitpilot.gitenv import find_git
-
-    found = find_git(start)
-    return None if found is None else (found[0], found[2])
-
 
 def read_toml(root: str) -> dict[str, Any]:
     """The ``.gitpilot.toml`` document, or ``{}`` when missing or broken.
@@ -156,10 +149,10 @@ def handle(payload: dict[str, Any], cwd: str | None = None, agent: str = "claude
         event = claude_hook_event(payload)
     if event is None or not event.session:
         return None
-    found = find_repo(event.cwd or cwd or os.getcwd())
+    found = find_git(event.cwd or cwd or os.getcwd())
     if found is None:
         return None
-    root, common = found
+    root, _git_dir, common = found
     doc = read_toml(root)
     settings = settings_from(doc)
     if event.kind == SESSION_START:
@@ -192,10 +185,10 @@ def ingest(events: list[Event], cwd: str) -> list[tuple[Event, loop.Outcome]]:
 
     Used where git pilot itself reads an agent's event stream; nothing is printed here.
     """
-    found = find_repo(cwd)
+    found = find_git(cwd)
     if found is None:
         return []
-    root, common = found
+    root, _git_dir, common = found
     settings = settings_from(read_toml(root))
     if not (settings.loop_detection or settings.learn):
         return []
@@ -342,8 +335,8 @@ def _prune_stale(common: str) -> None:
 def _log_error(payload_cwd: str, agent: str = "claude") -> None:
     import traceback
 
-    found = find_repo(payload_cwd) if payload_cwd else None
-    base = os.path.join(found[1], "pilot", "logs") if found else os.path.join(
+    found = find_git(payload_cwd) if payload_cwd else None
+    base = os.path.join(found[2], "pilot", "logs") if found else os.path.join(
         os.environ.get("TMPDIR", "/tmp"), "git-pilot-logs")
     try:
         os.makedirs(base, exist_ok=True)

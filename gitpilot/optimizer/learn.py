@@ -51,7 +51,7 @@ def _missing_patterns(name: str) -> list[re.Pattern[str]]:
     ]
 
 
-def missing_kind(inv: ev_mod.Invocation, text: str) -> str:
+def missing_kind(inv: ev_mod.RunnerCall, text: str) -> str:
     """``command not found`` / ``module not found`` when ``text`` says ``inv`` could not start."""
     if inv.module and re.search(rf"No module named '?{re.escape(inv.module)}'?(?![\w.])", text):
         return MISSING_MODULE
@@ -68,7 +68,7 @@ def classify(event: Event) -> tuple[list[tuple[str, str, str]], list[tuple[str, 
     if event.kind != TOOL or not event.is_shell:
         return [], []
     parsed = ev_mod.parse_command(event.command)
-    learnable = [inv for inv in parsed.invocations if inv.form]
+    learnable = [inv for inv in parsed.calls if inv.form]
     if not learnable:
         return [], []
     missing: list[tuple[str, str, str]] = []
@@ -175,8 +175,8 @@ def safe_form(form: str, runner: str) -> bool:
     if not isinstance(form, str) or len(form) > 80 or runner not in ev_mod.LEARNABLE_RUNNERS:
         return False
     parsed = ev_mod.parse_command(form)
-    return len(parsed.invocations) == 1 and parsed.invocations[0].form == form and \
-        parsed.invocations[0].runner == runner
+    return len(parsed.calls) == 1 and parsed.calls[0].form == form and \
+        parsed.calls[0].runner == runner
 
 
 def best_candidate(fact: dict[str, Any]) -> tuple[str, int]:

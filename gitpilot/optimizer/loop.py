@@ -233,13 +233,13 @@ def _record_edit(turn: dict[str, Any], paths: list[str]) -> None:
         rec["gap"] = sorted(set(rec["gap"]) | set(paths))
 
 
-def _covers(inv: ev_mod.Invocation, rec: dict[str, Any]) -> bool:
+def _covers(inv: ev_mod.RunnerCall, rec: dict[str, Any]) -> bool:
     if inv.base != rec["base"]:
         return False
     return not inv.targets or set(rec["targets"]) <= set(inv.targets)
 
 
-def _clear(turn: dict[str, Any], inv: ev_mod.Invocation) -> None:
+def _clear(turn: dict[str, Any], inv: ev_mod.RunnerCall) -> None:
     for key in sorted(turn["checks"]):
         rec = turn["checks"][key]
         if key == inv.check or _covers(inv, rec):
@@ -247,7 +247,7 @@ def _clear(turn: dict[str, Any], inv: ev_mod.Invocation) -> None:
             del turn["checks"][key]
 
 
-def _failure(turn: dict[str, Any], inv: ev_mod.Invocation, sig: str, settings: Settings) -> Outcome:
+def _failure(turn: dict[str, Any], inv: ev_mod.RunnerCall, sig: str, settings: Settings) -> Outcome:
     rec = turn["checks"].get(inv.check)
     if rec is not None and rec["sig"] == sig:
         gap, files = set(rec["gap"]), set(rec["files"])
