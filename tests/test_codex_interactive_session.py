@@ -15,7 +15,7 @@ import pytest
 from conftest import SAMPLES
 from fake_agents.pilot import context_repo, pilot, session_record, tid_of
 
-from gitpilot.agents.codex import rollout_session
+from gitpilot.agents.codex_files import rollout_session
 
 TASK = "Raise the widget spin speed cap to 12000 rpm in widgets/speed.py"
 SAMPLE = SAMPLES / "codex-rollouts-0.171.0" / "rollout-2026-11-30T12-18-07-01a22c64-19c5-7bb3-b9d6-a0c1f71f63c6.jsonl"

@@ -2,14 +2,20 @@
 
 ``ADAPTERS`` maps the ``--agent`` name to its class; ``get(name)`` returns an instance. A new
 agent is one module with an ``Adapter`` subclass and one line here.
+
+The files an agent keeps on the machine are read in one module per agent: ``claude_files``
+(transcripts, settings), ``codex_files`` (rollouts, ``$CODEX_HOME``), with ``sessionfiles`` for
+what they share. ``git pilot hook codex`` imports ``codex_files`` on every tool call, so this
+``__init__`` imports nothing at load (``get`` imports the adapter it returns).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-from gitpilot.agents.base import Adapter
-from gitpilot.errors import UsageError
+    from gitpilot.agents.base import Adapter
 
 ADAPTERS: dict[str, str] = {
     "claude": "gitpilot.agents.claude:ClaudeAdapter",
@@ -24,6 +30,9 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Adapter:
     """The adapter for ``name`` (``claude``, ``codex``, ``copilot``, ``pi``, ``grok``); UsageError for
     an unknown agent."""
     import importlib
+
+    from gitpilot.agents.base import Adapter
+    from gitpilot.errors import UsageError
 
     target = ADAPTERS.get(name)
     if target is None:

@@ -11,12 +11,9 @@ continue a session. There is no per-session allow-list flag and no background mo
 from __future__ import annotations
 
 import json
-import os
 import re
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from gitpilot.agents.base import (
     JSON_OUTPUT,
@@ -34,6 +31,7 @@ from gitpilot.agents.base import (
     has_command,
     has_option,
 )
+from gitpilot.agents.codex_files import home_dir, rollout_session
 
 
 class CodexAdapter(Adapter):
@@ -92,7 +90,7 @@ class CodexAdapter(Adapter):
     def session_after(self, invocation: Invocation, since: float, cwd: Path) -> str | None:
         """An interactive Codex session prints no id; its rollout file under ``$CODEX_HOME``
         (``~/.codex``) records it with the working directory."""
-        return rollout_session(codex_home(env=self._env), since, cwd)
+        return rollout_session(home_dir(env=self._env), since, cwd)
 
     def outcome(self, invocation: Invocation, exit_code: int, stdout: str, stderr: str) -> Outcome:
         session_id = invocation.session_id
@@ -124,74 +122,3 @@ class CodexAdapter(Adapter):
         if exit_code != 0 and failure is None:
             failure = first_line(stderr) or first_line(stdout) or f"exit {exit_code}"
         return Outcome(exit_code, session_id, None, failure, answer)
-
-
-ROLLOUT_SLACK = 2.0  # seconds: a rollout file's clock may run a little behind the launch's
-
-
-def codex_home(home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """Where Codex keeps its config and sessions: ``$CODEX_HOME``, else ``~/.codex`` (``home``
-    given, or ``$HOME``)."""
-    source = env if env is not None else os.environ
-    if source.get("CODEX_HOME"):
-        return Path(source["CODEX_HOME"])
-    base = home if home is not None else Path(source.get("HOME") or os.path.expanduser("~"))
-    return base / ".codex"
-
-
-def session_meta(path: Path) -> dict[str, Any] | None:
-    """The ``session_meta`` payload a Codex rollout starts with (id, cwd, source); None if not one."""
-    try:
-        with open(path, "rb") as fh:
-            rec = json.loads(fh.readline(1 << 20))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(rec, dict) or rec.get("type") != "session_meta" or not isinstance(rec.get("payload"), dict):
-        return None
-    payload: dict[str, Any] = rec["payload"]
-    return payload
-
-
-def _day_dirs(sessions: Path, since: float) -> list[Path]:
-    """``sessions/YYYY/MM/DD`` for every local day from ``since`` to now (one or two, usually)."""
-    out: list[Path] = []
-    now = time.time()
-    day = min(since, now)
-    while True:
-        path = sessions / time.strftime("%Y/%m/%d", time.localtime(day))
-        if path not in out:
-            out.append(path)
-        if day >= now:
-            return out
-        day = min(day + 86400, now)
-
-
-def rollout_session(home: Path, since: float, cwd: Path) -> str | None:
-    """The id of the newest Codex session recorded under ``home/sessions`` since ``since`` whose
-    working directory is ``cwd``: Codex writes each session's rollout
-    (``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``), first line ``session_meta``."""
-    want = os.path.realpath(cwd)
-    best: tuple[float, str] | None = None
-    for day in _day_dirs(home / "sessions", since - ROLLOUT_SLACK):
-        try:
-            names = sorted(os.listdir(day))
-        except OSError:
-            continue
-        for name in names:
-            if not (name.startswith("rollout-") and name.endswith(".jsonl")):
-                continue
-            path = day / name
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            payload = session_meta(path) if mtime >= since - ROLLOUT_SLACK else None
-            if payload is None:
-                continue
-            sid = payload.get("id") or payload.get("session_id")
-            where = payload.get("cwd")
-            if not isinstance(sid, str) or not isinstance(where, str) or os.path.realpath(where) != want:
-                continue
-            if best is None or (mtime, sid) > best:
-                best = (mtime, sid)
-    return best[1] if best else None

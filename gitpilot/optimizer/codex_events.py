@@ -11,20 +11,19 @@ edits), ``tool_input`` (``{"command": ...}``) and ``tool_use_id``; ``PostToolUse
 
 The exit code is read from the rollout instead: by the time Codex runs ``PostToolUse`` it has
 written the call's ``event_msg``/``item_completed`` record (``item.id`` is the ``tool_use_id``,
-with ``exit_code`` and ``status``) to ``transcript_path``, near its end. Only the last
-``ROLLOUT_TAIL`` bytes are read, and only a line that names the call is parsed. A call whose
-record is not found has status ``unknown``: it counts neither as a failure nor as a pass.
+with ``exit_code`` and ``status``) to ``transcript_path``, near its end
+(``agents.codex_files.completed_item`` reads it from the rollout's tail). A call whose record
+is not found has status ``unknown``: it counts neither as a failure nor as a pass.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 
+from gitpilot.agents.codex_files import completed_item
 from gitpilot.optimizer.events import FAIL, PASS, TOOL, UNKNOWN, Event, lifecycle_event
 
-ROLLOUT_TAIL = 256 * 1024
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
 _MOVE_TO = re.compile(r"^\*\*\* Move to: (.+)$", re.M)
 
@@ -58,31 +57,12 @@ def patch_paths(patch: str) -> tuple[str, ...]:
     return tuple(sorted({p.strip() for p in found if p.strip()}))
 
 
-def exit_status(transcript: str, call: str) -> str:
+def exit_status(rollout: str, call: str) -> str:
     """``pass``/``fail`` of call ``call`` from the rollout's ``item_completed`` record, else ``unknown``."""
-    if not transcript or not call:
+    item = completed_item(rollout, call)
+    if item is None:
         return UNKNOWN
-    try:
-        with open(transcript, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            fh.seek(max(0, size - ROLLOUT_TAIL))
-            tail = fh.read()
-    except OSError:
-        return UNKNOWN
-    needle = json.dumps(call).encode()
-    for line in reversed(tail.split(b"\n")):
-        if needle not in line or b"item_completed" not in line:
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        payload = rec.get("payload") if isinstance(rec, dict) else None
-        item = payload.get("item") if isinstance(payload, dict) else None
-        if not isinstance(item, dict) or item.get("id") != call:
-            continue
-        code = item.get("exit_code")
-        if isinstance(code, int) and not isinstance(code, bool):
-            return PASS if code == 0 else FAIL
-        return FAIL if item.get("status") == "failed" else UNKNOWN
-    return UNKNOWN
+    code = item.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        return PASS if code == 0 else FAIL
+    return FAIL if item.get("status") == "failed" else UNKNOWN

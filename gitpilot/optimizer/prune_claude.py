@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gitpilot.agents import claude_files
 from gitpilot.optimizer import prune_json
-from gitpilot.optimizer.prune_evidence import claude_dir, claude_json, normalize_server
+from gitpilot.optimizer.prune_evidence import normalize_server
 from gitpilot.optimizer.prune_types import CLAUDE_SETTINGS, Context, Proposal, load_json, plural, rel, strings
 
 #: Claude Code tools never proposed: reading, editing, searching, the shell, asking the user,
@@ -31,7 +32,7 @@ def settings_files(ctx: Context) -> list[tuple[Path, dict[str, Any]]]:
     files = [
         ctx.root / CLAUDE_SETTINGS,
         ctx.root / ".claude" / "settings.json",
-        claude_dir(ctx.home) / "settings.json",
+        claude_files.config_dir(ctx.home) / "settings.json",
     ]
     return [(f, load_json(f)) for f in files]
 
@@ -76,7 +77,7 @@ def claude_tools(ctx: Context) -> list[Proposal]:
 def mcp_servers(ctx: Context) -> dict[str, str]:
     """Configured Claude MCP servers -> scope ("project", "local" or "user")."""
     servers: dict[str, str] = {}
-    user = load_json(claude_json(ctx.home))
+    user = load_json(claude_files.state_file(ctx.home))
     for name in (user.get("mcpServers") or {}) if isinstance(user.get("mcpServers"), dict) else {}:
         servers[name] = "user"
     project = prune_json.get_path(user, ["projects", str(ctx.root), "mcpServers"])
@@ -93,9 +94,9 @@ def claude_servers(ctx: Context) -> list[Proposal]:
     denied = {rule for _, rule in permission_rules(settings, "deny")}
     allowed = permission_rules(settings, "allow")
     disabled = {s for _, doc in settings for s in strings(doc.get("disabledMcpjsonServers"))}
-    user = load_json(claude_json(ctx.home))
+    user = load_json(claude_files.state_file(ctx.home))
     approvals = [(f, doc) for f, doc in settings] + [
-        (claude_json(ctx.home), prune_json.get_path(user, ["projects", str(ctx.root)]) or {})
+        (claude_files.state_file(ctx.home), prune_json.get_path(user, ["projects", str(ctx.root)]) or {})
     ]
     out: list[Proposal] = []
     total = len(ctx.claude.sessions)

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gitpilot.agents.codex import codex_home
+from gitpilot.agents.codex_files import user_config
 from gitpilot.errors import PilotError
 from gitpilot.gitrun import clean_env
 from gitpilot.optimizer import prune_json
@@ -101,7 +101,7 @@ def codex_features(root: Path) -> dict[str, tuple[str, bool]] | None:
 def config_files(ctx: Context) -> list[tuple[Path, dict[str, Any]]]:
     return [
         (ctx.root / CODEX_PROJECT_CONFIG, load_toml(ctx.root / CODEX_PROJECT_CONFIG)),
-        (codex_home(ctx.home) / "config.toml", load_toml(codex_home(ctx.home) / "config.toml")),
+        (user_config(ctx.home), load_toml(user_config(ctx.home))),
     ]
 
 

@@ -1,15 +1,14 @@
 """What the agents' own records say about which capabilities a repository's sessions used.
 
-Claude Code keeps one transcript per session in ``~/.claude/projects/<cwd with every
-non-alphanumeric character as "-">/<session>.jsonl``; deferred tool declarations arrive as
-``deferred_tools_delta`` attachments (``addedNames``, including ``mcp__<server>__<tool>``
-names and servers still pending or needing auth) and every call is a ``tool_use`` block.
-Subagent transcripts (``<session>/subagents/*.jsonl``) count toward their session.
+The files are found and read by ``agents.claude_files`` and ``agents.codex_files``; this module
+says what in them is evidence.
 
-Codex keeps rollouts in ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`` (CODEX_HOME
-defaults to ``~/.codex``); the first line (``session_meta``) names the working directory.
-Tools are declared in ``additional_tools`` records (namespaces of functions) and called as
-``function_call`` / ``custom_tool_call`` / ``*_call`` response items or ``mcp_tool_call_*``
+Claude Code: deferred tool declarations arrive as ``deferred_tools_delta`` attachments
+(``addedNames``, including ``mcp__<server>__<tool>`` names and servers still pending or needing
+auth) and every call is a ``tool_use`` block. Subagent transcripts count toward their session.
+
+Codex: tools are declared in ``additional_tools`` records (namespaces of functions) and called
+as ``function_call`` / ``custom_tool_call`` / ``*_call`` response items or ``mcp_tool_call_*``
 events. A rollout of a subagent (``source: {"subagent": ...}``) adds calls but is not a
 session of its own.
 
@@ -19,16 +18,13 @@ histories are read quickly. Nothing from a transcript is stored: only names and 
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitpilot.agents.codex import codex_home, session_meta
+from gitpilot.agents import claude_files, codex_files
 
 
 @dataclass
@@ -67,100 +63,25 @@ def normalize_server(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)
 
 
-def _inside(cwd: str, root: Path) -> bool:
-    if not cwd:
-        return False
-    r = str(root).rstrip("/")
-    return cwd == r or cwd.startswith(r + "/")
-
-
 # -- Claude ----------------------------------------------------------------------------------
-def claude_project_key(path: Path) -> str:
-    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
-
-
-def claude_dir(home: Path) -> Path:
-    """Claude Code's configuration directory: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
-    env = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(env) if env else home / ".claude"
-
-
-def claude_json(home: Path) -> Path:
-    """Claude Code's state file with per-project MCP servers: ``~/.claude.json`` (or inside
-    ``$CLAUDE_CONFIG_DIR``)."""
-    env = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(env) / ".claude.json" if env else home / ".claude.json"
-
-
-def claude_transcripts(home: Path, root: Path) -> list[Path]:
-    """Session transcripts of sessions started in ``root`` or below it."""
-    base = claude_dir(home) / "projects"
-    key = claude_project_key(root)
-    if not base.is_dir():
-        return []
-    found: list[Path] = []
-    for d in sorted(base.iterdir()):
-        if d.name != key and not d.name.startswith(key + "-"):
-            continue
-        for f in sorted(d.glob("*.jsonl")):
-            if d.name == key or _inside(_first_cwd(f), root):
-                found.append(f)
-    return found
-
-
-def _first_cwd(path: Path) -> str:
-    try:
-        with open(path, "rb") as fh:
-            for n, line in enumerate(fh):
-                if b'"cwd"' in line:
-                    rec = _loads(line)
-                    if rec is not None and isinstance(rec.get("cwd"), str):
-                        return str(rec["cwd"])
-                if n > 50:
-                    break
-    except OSError:
-        pass
-    return ""
-
-
-def _loads(line: bytes) -> dict[str, Any] | None:
-    try:
-        rec = json.loads(line)
-    except ValueError:
-        return None
-    return rec if isinstance(rec, dict) else None
-
-
-def _lines(path: Path, needles: tuple[bytes, ...]) -> Iterator[dict[str, Any]]:
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                if any(n in line for n in needles):
-                    rec = _loads(line)
-                    if rec is not None:
-                        yield rec
-    except OSError:
-        return
-
-
 _CLAUDE_NEEDLES = (b'"tool_use"', b"deferred_tools_delta")
 
 
 def read_claude(home: Path, root: Path) -> Evidence:
     ev = Evidence("claude")
-    for path in claude_transcripts(home, root):
+    for path in claude_files.transcripts(home, root):
         session = path.stem
         ev.sessions.add(session)
         ev.files += 1
         _claude_file(ev, path, session)
-        for sub in sorted((path.parent / session / "subagents").glob("*.jsonl")):
+        for sub in claude_files.subagent_transcripts(path):
             ev.files += 1
             _claude_file(ev, sub, session)
     return ev
 
 
 def _claude_file(ev: Evidence, path: Path, session: str) -> None:
-    for rec in _lines(path, _CLAUDE_NEEDLES):
+    for rec in claude_files.records(path, _CLAUDE_NEEDLES):
         att = rec.get("attachment")
         if (
             rec.get("type") == "attachment"
@@ -215,22 +136,9 @@ _CALL_TYPES = {
 }
 
 
-def codex_rollouts(home: Path, root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """(rollout, its session_meta payload) for every rollout whose cwd is ``root`` or below."""
-    base = codex_home(home) / "sessions"
-    if not base.is_dir():
-        return []
-    found: list[tuple[Path, dict[str, Any]]] = []
-    for path in sorted(base.rglob("rollout-*.jsonl")):
-        meta = session_meta(path)
-        if meta is not None and _inside(str(meta.get("cwd") or ""), root):
-            found.append((path, meta))
-    return found
-
-
 def read_codex(home: Path, root: Path) -> Evidence:
     ev = Evidence("codex")
-    for path, meta in codex_rollouts(home, root):
+    for path, meta in codex_files.rollouts(home, root):
         ev.files += 1
         source = meta.get("source")
         subagent = isinstance(source, dict) and "subagent" in source
@@ -246,7 +154,7 @@ def read_codex(home: Path, root: Path) -> Evidence:
 
 
 def _codex_file(ev: Evidence, path: Path, session: str) -> None:
-    for rec in _lines(path, _CODEX_NEEDLES):
+    for rec in codex_files.records(path, _CODEX_NEEDLES):
         payload = rec.get("payload")
         if not isinstance(payload, dict):
             continue

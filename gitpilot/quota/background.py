@@ -26,7 +26,6 @@ from gitpilot.quota.classify import NO_RESET_MESSAGE, classify
 from gitpilot.repo import Repo
 
 LOGS_TIMEOUT = 30.0
-TRANSCRIPT_TAIL = 256 * 1024  # bytes of a transcript's end read for the failure
 _PAST = "stated reset time is in the past"
 
 
@@ -41,25 +40,11 @@ def recent_output(repo: Repo, tid: str, adapter: Adapter, features: Features, jo
                               timeout=LOGS_TIMEOUT)
         if done.outcome.exit_code == 0 and done.stdout.strip():
             return strip_ansi(done.stdout)
-    return _transcript_tail(repo, job.session_id) if adapter.name == "claude" else ""
-
-
-def _transcript_tail(repo: Repo, session_id: str | None) -> str:
-    from gitpilot.optimizer.prune_evidence import claude_dir, claude_project_key
-
-    if not session_id:
+    if adapter.name != "claude" or not job.session_id:
         return ""
-    path = claude_dir(Path.home()) / "projects" / claude_project_key(repo.workdir) / f"{session_id}.jsonl"
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - TRANSCRIPT_TAIL))
-            data = fh.read()
-    except OSError:
-        return ""
-    if size > TRANSCRIPT_TAIL:
-        data = data[data.find(b"\n") + 1 :]  # from the first whole line
-    return data.decode("utf-8", "replace")
+    from gitpilot.agents.claude_files import transcript_tail
+
+    return transcript_tail(Path.home(), repo.workdir, job.session_id)
 
 
 def refusal(repo: Repo, tid: str, adapter: Adapter, features: Features, job: LiveSession,
