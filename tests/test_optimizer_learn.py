@@ -11,7 +11,7 @@ import pytest
 from conftest import run_pilot
 
 from gitpilot.optimizer import hookfast, learn
-from gitpilot.optimizer.events import FAIL, PASS, TOOL, CodexExec, Event
+from gitpilot.optimizer.events import FAIL, TOOL, Event
 
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
 NO_MODULE = "Exit code 1\n/usr/bin/python3: No module named pytest"
@@ -237,43 +237,3 @@ def test_missing_runner_classification(command: str, text: str, expected: list[t
     assert learn.classify(event) == (expected, [])
 
 
-def test_codex_exec_events_teach_the_same_fact() -> None:
-    def run(thread: str) -> list[str]:
-        return [
-            json.dumps({"type": "thread.started", "thread_id": thread}),
-            json.dumps({"type": "turn.started"}),
-            json.dumps({"type": "item.completed", "item": {
-                "id": "item_1", "type": "command_execution", "command": "bash -lc 'pytest -q'",
-                "aggregated_output": "bash: line 1: pytest: command not found\n", "exit_code": 127,
-                "status": "failed"}}),
-            json.dumps({"type": "item.completed", "item": {
-                "id": "item_2", "type": "command_execution", "command": "bash -lc 'python3 -m pytest -q'",
-                "aggregated_output": "4 passed in 0.02s\n", "exit_code": 0, "status": "completed"}}),
-            json.dumps({"type": "turn.completed", "usage": {"input_tokens": 1}}),
-        ]
-    store = learn.empty_store()
-    for i in range(3):
-        events = list(CodexExec().parse(run(f"thread-{i}")))
-        assert [e.status for e in events if e.kind == TOOL] == [FAIL, PASS]
-        learn.ingest(store, events, "2026-01-01T00:00:00Z")
-    assert learn.startup_context(store).endswith(
-        "- `pytest` is not available here (command not found); use `python3 -m pytest` instead.")
-
-
-def test_codex_streams_feed_the_same_repository_store(learning_repo: Path) -> None:
-    def stream(thread: str) -> list[str]:
-        item = {"type": "item.completed", "item": {"id": "i1", "type": "command_execution",
-                                                    "command": "bash -lc 'pytest -q'", "exit_code": 127,
-                                                    "aggregated_output": "bash: pytest: command not found\n",
-                                                    "status": "failed"}}
-        good = {"type": "item.completed", "item": {"id": "i2", "type": "command_execution",
-                                                    "command": "bash -lc 'python3 -m pytest -q'",
-                                                    "exit_code": 0, "aggregated_output": "3 passed\n",
-                                                    "status": "completed"}}
-        records = ({"type": "thread.started", "thread_id": thread}, {"type": "turn.started"}, item, good,
-                   {"type": "turn.completed"})
-        return [json.dumps(r) for r in records]
-    for i in range(3):
-        hookfast.ingest(list(CodexExec().parse(stream(f"codex-{i}"))), str(learning_repo))
-    # a later Claude session in the same repository is told
-    assert "use `python3 -m pytest` instead" in start(learning_repo, "claude-later")

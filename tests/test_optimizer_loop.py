@@ -7,19 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
 
 from gitpilot.optimizer import hookfast, loop
 from gitpilot.optimizer.events import (
     FAIL,
     PASS,
     PROMPT,
-    SESSION_START,
     STOP,
     TOOL,
-    ClaudeTranscript,
-    CodexExec,
-    CodexRollout,
     Event,
     parse_command,
 )
@@ -214,63 +209,6 @@ def test_a_turn_that_ends_failing_is_not_a_productive_turn(git_repo: Path) -> No
     failing(git_repo, "a")
     hook(git_repo, "Stop")
     assert not (git_repo / ".git" / "pilot" / "loops" / "turns.jsonl").exists()
-
-
-# ---------------------------------------------------------------------------------------
-# Codex evidence in the same form
-# ---------------------------------------------------------------------------------------
-
-def codex_exec_lines(n: int) -> list[str]:
-    lines = ['{"type":"thread.started","thread_id":"01a2"}', '{"type":"turn.started"}',
-             "2026-11-30T12:18:47Z ERROR codex_api: a log line between events"]
-    for i in range(n):
-        lines.append(json.dumps({"type": "item.completed", "item": {
-            "id": f"item_{2 * i}", "type": "command_execution", "command": "bash -lc 'cargo test'",
-            "aggregated_output": "test parser::tests::hex ... FAILED\nassertion `left == right` failed\n"
-                                 f"  left: 30\n right: 31\nfinished in {i}.0{i}s",
-            "exit_code": 101, "status": "failed"}}))
-        lines.append(json.dumps({"type": "item.completed", "item": {
-            "id": f"item_{2 * i + 1}", "type": "file_change", "status": "completed",
-            "changes": [{"path": "src/parser.rs", "kind": "update"}]}}))
-    lines.append('{"type":"turn.completed","usage":{"input_tokens":1}}')
-    return lines
-
-
-def test_codex_exec_events_feed_the_same_detector() -> None:
-    events = list(CodexExec().parse(codex_exec_lines(5)))
-    assert [e.kind for e in events[:2]] == [SESSION_START, PROMPT]
-    assert events[2].command == "cargo test" and events[2].status == FAIL
-    assert events[3].paths == ("src/parser.rs",)
-    assert fired(events) == [(6, "redirect"), (10, "notice")]
-
-
-def test_codex_rollout_exec_events_feed_the_same_detector() -> None:
-    def rec(ptype: str, **payload: Any) -> str:
-        return json.dumps({"timestamp": "2026-11-30T12:00:00Z", "type": "event_msg",
-                           "payload": {"type": ptype, **payload}})
-    lines = [json.dumps({"type": "session_meta", "payload": {"id": "01a2", "cwd": "/home/dev/proj"}}),
-             rec("task_started", turn_id="t1")]
-    for i in range(3):
-        lines.append(rec("exec_command_end", call_id=f"c{i}", command=["bash", "-lc", "go test ./..."],
-                         exit_code=1,
-                         aggregated_output="--- FAIL: TestParse (0.00s)\n    want 31, got 30\nFAIL"))
-    lines.append(rec("task_complete", turn_id="t1"))
-    events = list(CodexRollout().parse(lines))
-    assert [e.command for e in events if e.kind == TOOL] == ["go test ./..."] * 3
-    assert fired(events) == [(4, "redirect")]
-
-
-def test_real_samples_parse_without_errors() -> None:
-    claude = sorted((SAMPLES / "claude-transcripts-2.1.197").glob("*.jsonl"))
-    codex = sorted((SAMPLES / "codex-rollouts-0.171.0").glob("*.jsonl"))
-    if not claude or not codex:
-        pytest.skip("the agent-cli samples are not present")
-    tools = [e for f in claude for e in ClaudeTranscript().parse(f.read_text().splitlines())
-             if e.kind == TOOL]
-    assert {(e.tool, e.status) for e in tools} == {("Bash", FAIL)}
-    starts = [e for f in codex for e in CodexRollout().parse(f.read_text().splitlines())
-              if e.kind == SESSION_START]
-    assert len(starts) == len(codex)
 
 
 def test_the_turn_history_is_kept_bounded(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

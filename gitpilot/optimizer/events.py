@@ -1,10 +1,10 @@
 """One evidence form for every agent: what the optimizer sees of a session.
 
-Claude Code hook payloads, Claude transcripts (JSONL), ``codex exec --json`` events and Codex
-session rollouts all become a stream of :class:`Event`: a session start, a user prompt (a
-turn begins), a tool call with its outcome, a stop (the turn ends), a session end. The
-failure-loop detector (``loop.py``) and the learner (``learn.py``) read only this form, so
-an adapter for another agent (Copilot, Pi) is one class with a ``parse`` method.
+The hook payloads of Claude Code (here) and Codex (``codex_events``) become a stream of
+:class:`Event`: a session start, a user prompt (a turn begins), a tool call with its outcome, a
+stop (the turn ends), a session end. The failure-loop detector (``loop.py``) and the learner
+(``learn.py``) read only this form, so another agent's hook is one more function that returns
+events.
 
 Shell commands are recognized here too (:func:`parse_command`): which recognized check a
 command runs (``pytest``, ``npm test``, ``cargo test`` ... and the checks configured in
@@ -17,12 +17,10 @@ import time beyond ``from __future__ import annotations``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol
+from collections.abc import Sequence
 
 # Event kinds.
 SESSION_START = "session_start"
@@ -521,218 +519,6 @@ def claude_hook_event(payload: dict[str, object]) -> Event | None:
     return Event("claude", TOOL, session, event_id=str(payload.get("tool_use_id") or ""), tool=tool,
                  command=command, status=status, text=text, paths=_edit_paths(tool, tool_input), cwd=cwd,
                  background=background)
-
-
-def _text_of(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content
-                         if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
-class ClaudeTranscript:
-    """Claude Code session transcripts (``~/.claude/projects/<dir>/<session>.jsonl``)."""
-
-    name = "claude"
-    startup_channel = "session_start"  # startup context goes in SessionStart additionalContext
-
-    def parse(self, lines: Iterable[str | bytes]) -> Iterator[Event]:
-        uses: dict[str, tuple[str, object]] = {}
-        session = ""
-        in_turn = False
-        for rec in _json_lines(lines):
-            session = str(rec.get("sessionId") or session)
-            kind = rec.get("type")
-            msg = rec.get("message")
-            if kind == "assistant" and isinstance(msg, dict) and isinstance(msg.get("content"), list):
-                for block in msg["content"]:
-                    if isinstance(block, dict) and block.get("type") == "tool_use":
-                        uses[str(block.get("id"))] = (str(block.get("name") or ""), block.get("input"))
-                continue
-            if kind != "user" or not isinstance(msg, dict) or rec.get("isMeta") or \
-                    rec.get("isCompactSummary"):
-                continue
-            content = msg.get("content")
-            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-                if isinstance(content, list) else []
-            if not results:
-                if in_turn:
-                    yield Event("claude", STOP, session)
-                in_turn = True
-                prompt_id = str(rec.get("promptId") or rec.get("uuid") or "")
-                yield Event("claude", PROMPT, session, event_id=prompt_id, cwd=str(rec.get("cwd") or ""))
-                continue
-            for block in results:
-                tid = str(block.get("tool_use_id") or "")
-                tool, tool_input = uses.get(tid, ("", None))
-                command = str(tool_input.get("command") or "") if isinstance(tool_input, dict) else ""
-                text = _text_of(block.get("content"))
-                background = _claude_background(tool_input, rec.get("toolUseResult"))
-                status = FAIL if block.get("is_error") else (UNKNOWN if background else PASS)
-                yield Event("claude", TOOL, session, event_id=tid, tool=tool, command=command, status=status,
-                            text=text, paths=_edit_paths(tool, tool_input), cwd=str(rec.get("cwd") or ""),
-                            background=background)
-        if in_turn:
-            yield Event("claude", STOP, session)
-
-
-# ---------------------------------------------------------------------------------------
-# Codex
-# ---------------------------------------------------------------------------------------
-
-def _codex_command(cmd: object) -> str:
-    if isinstance(cmd, list):
-        words = [str(w) for w in cmd]
-        # ["bash", "-lc", "pytest -q"] -> "pytest -q"
-        shell = words[0].rsplit("/", 1)[-1] if words else ""
-        if len(words) == 3 and shell in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
-            return words[2]
-        return shlex.join(words)
-    if isinstance(cmd, str):
-        m = re.match(r"^(?:/\S*/)?(?:bash|sh|zsh) -l?c (.*)$", cmd, re.S)
-        if m:
-            inner = m.group(1)
-            try:
-                parts = shlex.split(inner)
-                return parts[0] if len(parts) == 1 else inner
-            except ValueError:
-                return inner
-        return cmd
-    return ""
-
-
-def _codex_status(exit_code: object, status: object) -> str:
-    if status in ("declined", "in_progress"):
-        return UNKNOWN
-    if isinstance(exit_code, int):
-        return PASS if exit_code == 0 else FAIL
-    if status == "failed":
-        return FAIL
-    return UNKNOWN
-
-
-class CodexExec:
-    """``codex exec --json`` event lines (thread/turn/item events)."""
-
-    name = "codex"
-    startup_channel = "prompt"  # Codex has no session-start hook: context goes into the prompt
-
-    def parse(self, lines: Iterable[str | bytes], session: str = "") -> Iterator[Event]:
-        in_turn = False
-        for rec in _json_lines(lines):
-            kind = rec.get("type")
-            if kind == "thread.started":
-                session = str(rec.get("thread_id") or session)
-                yield Event("codex", SESSION_START, session)
-            elif kind == "turn.started":
-                in_turn = True
-                yield Event("codex", PROMPT, session)
-            elif kind in ("turn.completed", "turn.failed"):
-                if in_turn:
-                    yield Event("codex", STOP, session)
-                in_turn = False
-            elif kind == "item.completed" and isinstance(item := rec.get("item"), dict):
-                ev = self._item(item, session)
-                if ev is not None:
-                    yield ev
-
-    @staticmethod
-    def _item(item: dict[str, object], session: str) -> Event | None:
-        itype = item.get("type") or item.get("item_type")
-        iid = str(item.get("id") or "")
-        if itype == "command_execution":
-            return Event("codex", TOOL, session, event_id=iid, tool="command_execution",
-                         command=_codex_command(item.get("command")),
-                         status=_codex_status(item.get("exit_code"), item.get("status")),
-                         text=str(item.get("aggregated_output") or ""))
-        if itype == "file_change":
-            changes = item.get("changes")
-            paths = sorted({str(c.get("path")) for c in changes if isinstance(c, dict) and c.get("path")}) \
-                if isinstance(changes, list) else []
-            return Event("codex", TOOL, session, event_id=iid, tool="file_change", paths=paths,
-                         status=PASS if item.get("status") != "failed" else FAIL)
-        return None
-
-
-class CodexRollout:
-    """Codex session rollouts (``~/.codex/sessions/.../rollout-*.jsonl``)."""
-
-    name = "codex"
-    startup_channel = "prompt"
-
-    def parse(self, lines: Iterable[str | bytes]) -> Iterator[Event]:
-        session = ""
-        in_turn = False
-        for rec in _json_lines(lines):
-            payload = rec.get("payload")
-            if not isinstance(payload, dict):
-                continue
-            rtype, ptype = rec.get("type"), payload.get("type")
-            if rtype == "session_meta":
-                session = str(payload.get("id") or payload.get("session_id") or session)
-                yield Event("codex", SESSION_START, session, cwd=str(payload.get("cwd") or ""))
-            elif rtype != "event_msg":
-                continue
-            elif ptype == "task_started":
-                in_turn = True
-                yield Event("codex", PROMPT, session, event_id=str(payload.get("turn_id") or ""))
-            elif ptype == "task_complete":
-                if in_turn:
-                    yield Event("codex", STOP, session, event_id=str(payload.get("turn_id") or ""))
-                in_turn = False
-            elif ptype == "exec_command_end":
-                text = payload.get("aggregated_output") or "\n".join(
-                    str(payload.get(k) or "") for k in ("stdout", "stderr"))
-                yield Event("codex", TOOL, session, event_id=str(payload.get("call_id") or ""),
-                            tool="exec_command", command=_codex_command(payload.get("command")),
-                            status=_codex_status(payload.get("exit_code"), payload.get("status")),
-                            text=str(text), cwd=str(payload.get("cwd") or ""))
-            elif ptype == "patch_apply_end":
-                changes = payload.get("changes")
-                paths = sorted(str(p) for p in changes) if isinstance(changes, dict) else []
-                ok = payload.get("success", True)
-                yield Event("codex", TOOL, session, event_id=str(payload.get("call_id") or ""),
-                            tool="apply_patch", paths=paths, status=PASS if ok else FAIL)
-
-
-def _json_lines(lines: Iterable[str | bytes]) -> Iterator[dict[str, object]]:
-    for line in lines:
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", "replace")
-        line = line.strip()
-        if not line.startswith("{"):
-            continue  # codex prints log lines and banners between events
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            yield rec
-
-
-class Adapter(Protocol):
-    """What an agent adapter provides. Copilot and Pi are added by writing one more class.
-
-    ``startup_channel`` says where an agent can receive startup context (learned facts, a
-    source map): ``session_start`` (a SessionStart hook's ``additionalContext``, Claude Code),
-    ``prompt`` (prepended to the task prompt, Codex), or ``first_tool_result`` (attached to the
-    first tool result, Grok).
-    """
-
-    name: str
-    startup_channel: str
-
-    def parse(self, lines: Iterable[str | bytes]) -> Iterator[Event]: ...
-
-
-#: Adapters by source format.
-ADAPTERS: dict[str, Adapter] = {
-    "claude-transcript": ClaudeTranscript(),
-    "codex-exec": CodexExec(),
-    "codex-rollout": CodexRollout(),
-}
 
 
 def relative_path(path: str, root: str) -> str:

@@ -178,37 +178,6 @@ def handle(payload: dict[str, Any], cwd: str | None = None, agent: str = "claude
     return None
 
 
-def ingest(events: list[Event], cwd: str) -> list[tuple[Event, loop.Outcome]]:
-    """Feed a recorded or streamed session of another agent (``codex exec --json`` events, a
-    Codex rollout, via ``events.ADAPTERS``) into the same session state, turn history and
-    learned facts as the Claude hook; the events that produced a redirect or notice.
-
-    Used where git pilot itself reads an agent's event stream; nothing is printed here.
-    """
-    found = find_git(cwd)
-    if found is None:
-        return []
-    root, _git_dir, common = found
-    settings = settings_from(read_toml(root))
-    if not (settings.loop_detection or settings.learn):
-        return []
-    fired: list[tuple[Event, loop.Outcome]] = []
-    for session in sorted({e.session for e in events if e.session}):
-        path = session_path(common, session)
-        with statefile.locked(path):
-            state = statefile.read_json(path)
-            if not isinstance(state, dict) or state.get("v") != loop.STATE_VERSION:
-                state = loop.new_state(session)
-            for event in events:
-                if event.session != session or event.kind in (SESSION_START, SESSION_END):
-                    continue
-                result = _apply(state, event, settings, root, common)
-                if result:
-                    fired.append((event, result))
-            statefile.write_json(path, state)
-    return fired
-
-
 def _apply(state: dict[str, Any], event: Event, settings: loop.Settings, root: str,
            common: str) -> loop.Outcome | None:
     if event.kind == PROMPT:

@@ -234,17 +234,3 @@ def startup_context(store: dict[str, Any]) -> str:
         return ""
     return ("git pilot learned these facts about this repository's environment from earlier sessions "
             f"(each confirmed by at least {CONFIRMATIONS} sessions):\n" + "\n".join(lines))
-
-
-def ingest(store: dict[str, Any], events_: list[Event], when: str) -> bool:
-    """Learn from a whole recorded session (a transcript or rollout) at once."""
-    per_session: dict[str, dict[str, Any]] = {}
-    changed = False
-    for event in events_:
-        if event.kind != TOOL:
-            continue
-        changes = observe(per_session.setdefault(event.session, {}), event)
-        if changes:
-            changed |= apply(store, changes, event.session, when)
-    return changed
-
