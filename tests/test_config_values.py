@@ -83,3 +83,15 @@ def test_a_bad_v04_value_stops_with_file_line_and_key(tmp_path: Path, case: str)
     for args in (("check",), ("config", "show"), ("config", "migrate")):
         assert_clear_error(run_pilot(*args, cwd=repo), 1, ".autopilot/config.json", *needles)
     assert not (repo / ".gitpilot.toml").exists()
+
+
+def test_the_agent_hooks_defaults_are_the_schemas() -> None:
+    # The hook cannot import gitpilot.config (its hot path), so it carries the defaults of the
+    # keys it reads: they must be the schema's, type and all (True == 1 in Python).
+    from gitpilot import config
+    from gitpilot.optimizer import loop
+
+    kinds = {"bool": bool, "int": int}
+    assert loop.HOOK_DEFAULTS == {key: config.SCHEMA[key][1] for key in loop.HOOK_DEFAULTS}
+    assert {key: type(value) for key, value in loop.HOOK_DEFAULTS.items()} == \
+        {key: kinds[config.SCHEMA[key][0]] for key in loop.HOOK_DEFAULTS}

@@ -67,17 +67,17 @@ def read_toml(root: str) -> dict[str, Any]:
     return doc
 
 
-def _typed(table: dict[str, Any], key: str, kind: type, default: Any) -> Any:
-    value = table.get(key, default)
-    if kind is int and isinstance(value, bool):
-        return default
-    return value if isinstance(value, kind) else default
+def optimizer_value(doc: dict[str, Any], key: str) -> Any:
+    """``[optimizer] key`` of a ``.gitpilot.toml`` document; its default (``loop.HOOK_DEFAULTS``)
+    when unset or of the wrong type."""
+    default = loop.HOOK_DEFAULTS["optimizer." + key]
+    opt = doc.get("optimizer")
+    value = opt.get(key, default) if isinstance(opt, dict) else default
+    return value if type(value) is type(default) else default  # an int is no bool, a bool no int
 
 
 def settings_from(doc: dict[str, Any]) -> loop.Settings:
     """The optimizer settings in a ``.gitpilot.toml`` document (bad values fall back to defaults)."""
-    opt = doc.get("optimizer")
-    table: dict[str, Any] = opt if isinstance(opt, dict) else {}
     checks: list[tuple[str, str]] = []
     raw_checks = doc.get("check")
     if isinstance(raw_checks, list):
@@ -85,11 +85,11 @@ def settings_from(doc: dict[str, Any]) -> loop.Settings:
             if isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("run"), str):
                 checks.append((c["name"], c["run"]))
     return loop.Settings(
-        loop_detection=_typed(table, "loop_detection", bool, True),
-        threshold=_typed(table, "loop_threshold", int, loop.DEFAULT_THRESHOLD),
-        notice_after=_typed(table, "loop_notice_after", int, loop.DEFAULT_NOTICE_AFTER),
-        learn_turns=_typed(table, "loop_learn_turns", int, loop.DEFAULT_LEARN_TURNS),
-        learn=_typed(table, "learn", bool, False),
+        loop_detection=optimizer_value(doc, "loop_detection"),
+        threshold=optimizer_value(doc, "loop_threshold"),
+        notice_after=optimizer_value(doc, "loop_notice_after"),
+        learn_turns=optimizer_value(doc, "loop_learn_turns"),
+        learn=optimizer_value(doc, "learn"),
         checks=tuple(checks),
     )
 
@@ -244,8 +244,7 @@ def sourcemap_context(root: str, common: str, doc: dict[str, Any]) -> str:
     The flag is checked here first so that a repository without it never imports the
     source-map code.
     """
-    opt = doc.get("optimizer")
-    if not (isinstance(opt, dict) and opt.get("sourcemap_inject") is True):
+    if optimizer_value(doc, "sourcemap_inject") is not True:
         return ""
     from pathlib import Path
 

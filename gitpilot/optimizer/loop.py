@@ -41,11 +41,27 @@ from gitpilot.optimizer.events import FAIL, PASS, PROMPT, STOP, TOOL, UNKNOWN, E
 
 STATE_VERSION = 1
 SEEN_LIMIT = 512
+MIN_THRESHOLD = 2
+MAX_THRESHOLD = 8
+
+# The defaults of the ``[optimizer]`` keys the hook reads are ``config.SCHEMA``'s. The hook cannot
+# import ``gitpilot.config`` (pathlib and the validator would load on every tool call), so they
+# are restated here, once: ``HOOK_DEFAULTS`` maps each key to its constant, and a test
+# (tests/test_config_values.py) holds them equal to the schema.
+DEFAULT_LOOP_DETECTION = True
 DEFAULT_THRESHOLD = 3
 DEFAULT_NOTICE_AFTER = 2
 DEFAULT_LEARN_TURNS = 10
-MIN_THRESHOLD = 2
-MAX_THRESHOLD = 8
+DEFAULT_LEARN = False
+DEFAULT_SOURCEMAP_INJECT = False
+HOOK_DEFAULTS: dict[str, bool | int] = {
+    "optimizer.loop_detection": DEFAULT_LOOP_DETECTION,
+    "optimizer.loop_threshold": DEFAULT_THRESHOLD,
+    "optimizer.loop_notice_after": DEFAULT_NOTICE_AFTER,
+    "optimizer.loop_learn_turns": DEFAULT_LEARN_TURNS,
+    "optimizer.learn": DEFAULT_LEARN,
+    "optimizer.sourcemap_inject": DEFAULT_SOURCEMAP_INJECT,
+}
 
 
 class Settings:
@@ -53,9 +69,9 @@ class Settings:
 
     __slots__ = ("loop_detection", "threshold", "notice_after", "learn_turns", "learn", "checks")
 
-    def __init__(self, *, loop_detection: bool = True, threshold: int = DEFAULT_THRESHOLD,
+    def __init__(self, *, loop_detection: bool = DEFAULT_LOOP_DETECTION, threshold: int = DEFAULT_THRESHOLD,
                  notice_after: int = DEFAULT_NOTICE_AFTER, learn_turns: int = DEFAULT_LEARN_TURNS,
-                 learn: bool = False, checks: tuple[tuple[str, str], ...] = ()) -> None:
+                 learn: bool = DEFAULT_LEARN, checks: tuple[tuple[str, str], ...] = ()) -> None:
         self.loop_detection = loop_detection
         self.threshold = max(1, threshold)
         self.notice_after = max(1, notice_after)

@@ -33,7 +33,7 @@ from typing import Any
 
 from gitpilot import agents
 from gitpilot.agents.base import MODES, Adapter, Features, Invocation, LiveSession, Mode
-from gitpilot.config import Config, load
+from gitpilot.config import SCHEMA, Config, load
 from gitpilot.errors import PilotError
 from gitpilot.repo import Repo
 from gitpilot.store.tasks import TaskStore, task_id
@@ -45,7 +45,6 @@ from gitpilot.tasks.state import STATE_FILE, parse_state
 TERMINAL = frozenset({"stopped", "failed", "completed", "complete", "done", "finished", "exited", "killed",
                       "cancelled", "canceled", "error", "dead"})
 ACTIVE = frozenset({"working", "running", "busy", "starting", "thinking", "streaming"})
-DEFAULT_AGENT = "claude"
 RETRY_SECONDS = 30.0  # the short pause before retrying a rate-limited (not quota) session once
 
 Notify = Callable[[str], None]
@@ -87,13 +86,6 @@ class _Ctx:
         return bool(self.cfg.get("leanloop.enabled"))
 
 
-def _setting(cfg: Config, key: str, default: Any) -> Any:
-    try:
-        return cfg.get(key)
-    except KeyError:  # a key another part adds to the schema, not there yet
-        return default
-
-
 def _context(repo: Repo, text: str, agent: str, notify: Notify | None, note: str) -> _Ctx:
     cfg = load(repo.workdir)
     adapter = agents.get(agent)
@@ -102,7 +94,8 @@ def _context(repo: Repo, text: str, agent: str, notify: Notify | None, note: str
 
 
 def _default_agent(repo: Repo) -> str:
-    return str(_setting(load(repo.workdir), "agent.default", DEFAULT_AGENT)) or DEFAULT_AGENT
+    # ``agent.default = ""`` means the default agent too, not no agent.
+    return str(load(repo.workdir).get("agent.default")) or str(SCHEMA["agent.default"][1])
 
 
 # -- entry points ----------------------------------------------------------------------------
@@ -216,7 +209,7 @@ def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Pat
     cap = build_capsule(ctx.repo, ctx.text)
     if cap.path is None:
         raise PilotError("the capsule was not written to disk")
-    planner = bool(_setting(ctx.cfg, "planner.enabled", False))
+    planner = bool(ctx.cfg.get("planner.enabled"))
     prompt = prompts.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner)
     given = delta.session_manifest(ctx.repo.workdir, cap.manifest)
     sent = cap.capsule_bytes + len(prompt.encode("utf-8"))
@@ -246,11 +239,10 @@ def _plain_sources(ctx: _Ctx) -> tuple[list[str], str | None, list[str]]:
     from gitpilot.context.sources import matches
 
     root = ctx.repo.workdir
-    instr = [str(x) for x in _setting(ctx.cfg, "leanloop.context.instruction_files",
-                                      ["CLAUDE.md", "AGENTS.md"])]
+    instr = [str(x) for x in ctx.cfg.get("leanloop.context.instruction_files")]
     tracked = ctx.repo.ls_files()
     rule_files = [p for p in instr if _inside(root, p)]
-    patterns = [str(x) for x in _setting(ctx.cfg, "leanloop.context.files", ["*.md", "*.mdx"])]
+    patterns = [str(x) for x in ctx.cfg.get("leanloop.context.files")]
     context = [p for p in tracked if matches(p, patterns) and p not in rule_files and _inside(root, p)]
     config_path = str(ctx.cfg.path.relative_to(root)) if ctx.cfg.path else None
     return rule_files, config_path, sorted(context)
@@ -271,7 +263,7 @@ def _inside(root: Path, rel: str) -> bool:
 
 
 def _launch_mode(ctx: _Ctx) -> Mode:
-    wanted = str(_setting(ctx.cfg, "agent.mode", "auto"))
+    wanted = str(ctx.cfg.get("agent.mode"))
     if wanted in MODES:
         mode: Mode = wanted
     else:
@@ -579,7 +571,7 @@ def _resume_mode(ctx: _Ctx, previous: str) -> Mode | None:
     modes = ctx.adapter.resume_modes(ctx.features)
     if not modes:
         return None
-    wanted = str(_setting(ctx.cfg, "agent.mode", "auto"))
+    wanted = str(ctx.cfg.get("agent.mode"))
     order: list[str] = []
     if wanted in MODES:
         order.append(wanted)
@@ -643,7 +635,7 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
     given = delta.session_manifest(ctx.repo.workdir, cap.manifest)
     changed = delta.compute(given_before, given, cap.manifest, ctx.repo.workdir)
     assert cap.path is not None
-    planner = bool(_setting(ctx.cfg, "planner.enabled", False))
+    planner = bool(ctx.cfg.get("planner.enabled"))
     # What a fresh start would send instead: the capsule and its launch prompt.
     fresh = cap.capsule_bytes + len(prompts.launch_prompt(ctx.tid, cap.path, cap.capsule_bytes, planner).encode())
     if changed.empty:
