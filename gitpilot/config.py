@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs import time on hot paths
@@ -241,9 +242,7 @@ def _keep_doc(cache: Path | None, data: bytes, doc: dict[str, Any]) -> None:
     try:
         blob = marshal.dumps((data, doc))  # a TOML date or time is not marshalable: not cached
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(blob)
-        os.replace(tmp, cache)
+        atomic_write(cache, blob)  # a cache of the parsed file: not synced
     except (ValueError, OSError):
         pass
 

@@ -1,9 +1,14 @@
-"""Small file primitives shared by the ledgers and state files: stdlib only, cheap to import."""
+"""Small file primitives shared by the ledgers and state files: stdlib only, cheap to import.
+
+Every file git pilot replaces goes through ``atomic_write``, and every rename through
+``rename``: this is the one module that calls ``os.replace``. Each caller states whether the
+file must survive a crash (``fsync=True``: a record the user relies on, like a receipt) or
+can be rebuilt (a cache, a log, a file regenerated on the next run).
+"""
 
 from __future__ import annotations
 
 import os
-import time
 
 
 def append_whole_line(fd: int, line: bytes) -> None:
@@ -21,17 +26,25 @@ def append_whole_line(fd: int, line: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, fsync: bool = False) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, fsync: bool = False,
+                 exclusive: bool = False) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part.
 
-    The bytes go to a private temporary name beside ``path`` and replace it with ``os.replace``;
-    ``mode`` sets the new file's permissions (default: the process's), ``fsync`` makes the data
-    and the rename durable before returning (for files a crash must not lose, like receipts).
-    A failed write leaves ``path`` as it was and removes the temporary file.
+    The bytes go to a temporary name beside ``path`` (``.<name>.<pid>.<random>.tmp``: unique per
+    process and call) that then replaces it. ``mode`` sets the new file's permission bits exactly;
+    without it a file that is there keeps its bits and a new one gets 0666 less the umask.
+    ``fsync`` makes the data and the rename durable before returning. ``exclusive`` never
+    replaces a file: one that is there (or appears meanwhile) raises ``FileExistsError``.
+    A failed write leaves ``path`` as it was and no temporary file.
     """
     target = os.fspath(path)
     directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    if mode is None and not exclusive:
+        try:
+            mode = os.stat(target).st_mode & 0o7777
+        except OSError:
+            pass  # a new file (an unreadable one fails below, where it is written)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(tmp, flags, 0o666 if mode is None else mode)
     try:
@@ -40,21 +53,44 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
             while view:
                 view = view[os.write(fd, view) :]
             if mode is not None:
-                os.fchmod(fd, mode)
+                os.fchmod(fd, mode)  # os.open's mode is cut by the umask; an executable stays one
             if fsync:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
+        if exclusive:
+            os.link(tmp, target)  # a link never replaces its target
+        else:
+            os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _unlink(tmp)
         raise
+    if exclusive:
+        _unlink(tmp)
     if fsync:
-        dfd = os.open(directory or ".", os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        _sync_dir(directory)
+
+
+def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    """Rename ``src`` to ``dst`` in one step, replacing ``dst`` (a symlink moves as itself).
+
+    ``fsync`` makes the rename durable before returning (the directory is synced).
+    """
+    os.replace(src, dst)
+    if fsync:
+        _sync_dir(os.path.dirname(os.fspath(dst)))
+
+
+def _sync_dir(directory: str) -> None:
+    fd = os.open(directory or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -33,6 +33,20 @@ def test_each_heavy_library_is_imported_by_its_owner_only() -> None:
     assert offenders == []
 
 
+def test_only_fileio_renames_files_into_place() -> None:
+    """One atomic write and one rename (``fileio``): every other module goes through them."""
+    renames = {"replace", "rename", "renames"}
+    offenders = []
+    for path in sorted((REPO_ROOT / "gitpilot").rglob("*.py")):
+        rel = path.relative_to(REPO_ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in renames and isinstance(node.value, ast.Name)
+                    and node.value.id == "os") or (isinstance(node, ast.ImportFrom) and node.module == "os"
+                                                   and {a.name for a in node.names} & renames):
+                offenders.append(f"{rel}:{node.lineno}")
+    assert offenders and all(o.startswith("gitpilot/fileio.py:") for o in offenders), offenders
+
+
 PROBE = """
 import sys, runpy
 sys.argv = ["git-pilot"] + sys.argv[1:]

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from gitpilot.fileio import atomic_write
+
 Mode = Literal["interactive", "print", "background"]
 MODES: tuple[Mode, ...] = ("interactive", "print", "background")
 
@@ -170,9 +172,8 @@ class Adapter(ABC):
         if cache is not None:
             try:
                 cache.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps({"key": key, **found.to_json()}, sort_keys=True), "utf-8")
-                os.replace(tmp, cache)
+                # a cache (probed again when lost): not synced
+                atomic_write(cache, json.dumps({"key": key, **found.to_json()}, sort_keys=True).encode("utf-8"))
             except OSError:
                 pass
         return found

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
+from gitpilot.fileio import rename
 from gitpilot.gitrun import clean_env
 
 
@@ -198,7 +199,7 @@ def run_command(
                 _kill_group(proc)
                 _drain(fd, log)
                 log.close()
-                os.replace(partial, interrupted_name(log_path))
+                rename(partial, interrupted_name(log_path))
             if isinstance(exc, Terminated):  # end as the signal would have ended git pilot
                 signal.signal(exc.signum, signal.SIG_DFL)
                 os.kill(os.getpid(), exc.signum)
@@ -206,7 +207,7 @@ def run_command(
         finally:
             proc.stdout.close()
     seconds = time.monotonic() - start
-    os.replace(partial, log_path)
+    rename(partial, log_path)  # a log: not synced
     code = proc.returncode if proc.returncode is not None else -9
     if code < 0:
         code = 128 + (-code)

@@ -10,11 +10,11 @@ whole tree's id. Stdlib only: this is on the cache-hit path.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from gitpilot.config import CheckSpec
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo
 
 MEMO = "scopes.memo"
@@ -126,9 +126,8 @@ class _Memo:
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps(kept))
-            os.replace(tmp, self.path)  # concurrent writers: the last one wins, nothing breaks
+            # a memo (worked out again when lost): not synced; concurrent writers: the last one wins
+            atomic_write(self.path, marshal.dumps(kept))
         except OSError:
             pass
         self._data = kept

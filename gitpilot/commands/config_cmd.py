@@ -10,6 +10,7 @@ import click
 
 from gitpilot import output
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 
 
 @click.group("config")
@@ -64,8 +65,6 @@ def migrate() -> int:
     doc = migrated_doc(json.loads(legacy.read_text("utf-8")))
     header = f"# Migrated from {LEGACY_NAME} by git pilot config migrate.\n"
     text = header + toml_dumps(doc)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, "utf-8")
-    tmp.replace(target)
+    atomic_write(target, text.encode("utf-8"), fsync=True)  # the user's config: synced
     output.out(f"wrote {target} (from {legacy}; the JSON file is kept, and no longer read)")
     return 0

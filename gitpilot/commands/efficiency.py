@@ -39,11 +39,10 @@ def command(as_json: bool, task: str | None, html: str | None) -> int:
 
 def write_page(repo: Repo, path: Path, task: str | None) -> str:
     """Write the page (beside, then renamed into place: a reader never sees half of it)."""
-    import os
-
     from gitpilot.efficiency import ledger_path, read_events
     from gitpilot.efficiency_page import render_page
     from gitpilot.errors import PilotError
+    from gitpilot.fileio import atomic_write
 
     events = list(read_events(ledger_path(repo)))
     if task is not None:
@@ -51,11 +50,8 @@ def write_page(repo: Repo, path: Path, task: str | None) -> str:
     page = render_page(events, str(ledger_path(repo)), task)
     if not path.parent.is_dir():
         raise PilotError(f"cannot write {path}: {path.parent} is not a directory")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(page, "utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, page.encode("utf-8"))  # rendered again from the ledger at will: not synced
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise PilotError(f"cannot write {path}: {exc.strerror}") from exc
     return f"wrote {path} ({len(events)} events, {len(page.encode('utf-8')):,} bytes, no external assets)"

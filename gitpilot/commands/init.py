@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
 
 from gitpilot import output
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,16 +56,12 @@ def init_repo(cwd: Path, hooks: bool = True) -> list[str]:
     if path.exists() or path.is_symlink():
         raise PilotError(f"{path} exists already; not overwriting it (edit it, or remove it first)")
     checks = infer_checks(repo.workdir)
-    # Written beside and renamed into place: a kill mid-write never leaves half a config,
-    # and O_EXCL on the final link refuses a file that appeared meanwhile.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(render_template(checks), "utf-8")
+    # Written beside and linked into place: a kill mid-write never leaves half a config, and
+    # the link refuses a file that appeared meanwhile. The user's config: synced.
     try:
-        os.link(tmp, path)
+        atomic_write(path, render_template(checks).encode("utf-8"), fsync=True, exclusive=True)
     except FileExistsError:
         raise PilotError(f"{path} exists already; not overwriting it (edit it, or remove it first)") from None
-    finally:
-        tmp.unlink(missing_ok=True)
     from gitpilot.checks.infer import check_name
 
     if checks:

@@ -198,6 +198,6 @@ def run_forget(name: str) -> int:
         if not learn.forget(store, name):
             known = ", ".join(sorted(store.get("facts", {}))) or "none"
             raise PilotError(f"no learned fact named {name!r} (known: {known})")
-        statefile.write_json(path, store, indent=2)
+        statefile.write_json(path, store, indent=2, fsync=True)
     out(f"forgot {name}")
     return 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from gitpilot.context.mandatory import (
     withhold,
 )
 from gitpilot.context.markdown import range_text, sha256_text, split_lines
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo
 
 MANIFEST_FORMAT = 1
@@ -780,8 +780,8 @@ def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> Capsu
     out_dir = repo.worktree_pilot_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path, json_path = out_dir / state.md_name, out_dir / state.json_name
-    _atomic_write(md_path, body)
-    _atomic_write(json_path, mbytes)
+    atomic_write(md_path, body)  # the task record holds both: not synced
+    atomic_write(json_path, mbytes)
     TaskStore(repo).write(
         state.task_id,
         {"capsule.md": body, "manifest.json": mbytes, "task.md": state.task_text.encode("utf-8")},
@@ -793,9 +793,3 @@ def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> Capsu
     return CapsuleResult(
         text, manifest, md_path, False, manifest["baseline_bytes"], len(body), state.task_id, json_path
     )
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 from gitpilot.gitrun import run_git
 
 if TYPE_CHECKING:  # imported where a map is built: a cache hit never compiles its regexes
@@ -664,9 +665,8 @@ def credential_paths(root: Path, git_dir: Path) -> list[str]:
     found = sorted(p for p in listing.split("\0") if p and is_credential_filename(p))
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(sig + b"\n" + b"\0".join(p.encode("utf-8", "surrogateescape") for p in found))
-        os.replace(tmp, cache)
+        # a cache (judged again when lost): not synced
+        atomic_write(cache, sig + b"\n" + b"\0".join(p.encode("utf-8", "surrogateescape") for p in found))
     except OSError:
         pass  # a read-only git dir: judged again next time
     return found

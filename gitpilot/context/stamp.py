@@ -24,6 +24,7 @@ from __future__ import annotations
 import marshal
 import os
 
+from gitpilot.fileio import atomic_write
 from gitpilot.gitenv import REPO_LOCATION_VARS, find_git
 
 TYPE_CHECKING = False
@@ -243,7 +244,4 @@ def write_stamp(
     }
     path = stamp_path(git_dir, key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = os.path.join(os.path.dirname(path), f".capsule-{key}.stamp.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        marshal.dump(body, fh)
-    os.replace(tmp, path)
+    atomic_write(path, marshal.dumps(body))  # a cache (the full check rebuilds it): not synced

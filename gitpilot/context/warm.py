@@ -211,11 +211,11 @@ def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Pat
         return None
     if hashlib.sha256(body).hexdigest() != manifest.get("capsule_sha256"):
         return None
-    from gitpilot.context.capsule import _atomic_write
+    from gitpilot.fileio import atomic_write
 
     md_path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(md_path, body)
-    _atomic_write(json_path, mbytes)
+    atomic_write(md_path, body)  # copies of the task record's files: not synced
+    atomic_write(json_path, mbytes)
     save_stamp(repo, state, manifest, body)
     return _result(state, manifest, body, md_path, json_path)
 

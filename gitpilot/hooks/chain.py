@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo
 
 # git's hooks besides the five git pilot has a part in. A forwarder that finds no hook exits 0,
@@ -145,6 +146,6 @@ def restore_git(repo: Repo) -> str | None:
 def _write_record(repo: Repo, record: Record) -> None:
     path = record_path(repo)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"chain": record.chain, "local": record.local}, sort_keys=True) + "\n", "utf-8")
-    os.replace(tmp, path)
+    # the only record of the user's own core.hooksPath (uninstall puts it back): synced
+    body = json.dumps({"chain": record.chain, "local": record.local}, sort_keys=True) + "\n"
+    atomic_write(path, body.encode("utf-8"), fsync=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write, rename
 from gitpilot.hooks import chain
 from gitpilot.repo import Repo
 
@@ -118,10 +119,8 @@ def _sh_quote(value: str) -> str:
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.git-pilot-{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, path)
+    # A shim is rendered from its template (hooks install writes it again): not synced.
+    atomic_write(path, data, mode=0o755)
 
 
 def _put(path: Path, want: bytes) -> bool:
@@ -261,7 +260,7 @@ def _keep_as_legacy(path: Path, legacy: Path) -> bool:
     except FileExistsError:
         return False
     except OSError:  # no hard links here: fall back to a rename
-        os.replace(path, legacy)
+        rename(path, legacy, fsync=True)  # the user's own hook: the move is synced
         return True
     return True
 
@@ -300,7 +299,7 @@ def _uninstall_in(directory: Path) -> list[str]:
         if current is None and not path.is_symlink() and (legacy.exists() or legacy.is_symlink()):
             if _ours_at(legacy):
                 continue
-            os.replace(legacy, path)  # our shim was deleted by hand: the kept hook comes back
+            rename(legacy, path, fsync=True)  # our shim was deleted by hand: the kept hook comes back
             lines.append(f"hooks: restored your {event} hook")
             continue
         if current is not None and _PRE_COMMIT in current[:400] and _ours_at(legacy):
@@ -312,7 +311,7 @@ def _uninstall_in(directory: Path) -> list[str]:
                 lines.append(f"hooks: {event} is not git pilot's; left it and {legacy.name} alone")
             continue
         if legacy.exists() or legacy.is_symlink():
-            os.replace(legacy, path)
+            rename(legacy, path, fsync=True)
             lines.append(f"hooks: restored your {event} hook")
         else:
             path.unlink()

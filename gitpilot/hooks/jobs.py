@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitpilot.fileio import rename
+
 if TYPE_CHECKING:  # pragma: no cover
     from gitpilot.repo import Repo
 
@@ -104,7 +106,7 @@ def log(repo: Repo | None, event: str, message: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > _LOG_LIMIT:
-            os.replace(path, path.with_suffix(".log.old"))
+            rename(path, path.with_suffix(".log.old"))  # a log: not synced
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(f"{stamp} {event} pid {os.getpid()}: {message.rstrip()}\n")

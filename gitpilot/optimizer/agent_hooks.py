@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 from gitpilot.gitrun import run_git
 from gitpilot.optimizer import statefile
 from gitpilot.optimizer.receipts import APPLIED, UNDONE, Receipts, read_bytes, sha256
@@ -158,10 +159,8 @@ class JsonFile:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(self.render(), "utf-8")
-        os.chmod(tmp, self.mode)
-        os.replace(tmp, self.path)
+        # the user's own settings file, its mode kept: synced (its receipt is, too)
+        atomic_write(self.path, self.render().encode("utf-8"), mode=self.mode, fsync=True)
 
 
 def _manifest_path(target: Target, common: Path) -> str:
@@ -243,7 +242,7 @@ def enable(target: Target, root: Path, common: Path, command: str | None = None)
         doc.save()
         if not entry.get("excluded"):
             entry["excluded"] = _exclude(target, root, common)
-        statefile.write_json(_manifest_path(target, common), manifest, indent=2)
+        statefile.write_json(_manifest_path(target, common), manifest, indent=2, fsync=True)
     return [a["event"] for a in added]
 
 
@@ -289,7 +288,7 @@ def _exclude(target: Target, root: Path, common: Path) -> bool:
     data = path.read_bytes() if path.exists() else b""  # bytes: patterns need not be UTF-8
     if data and not data.endswith(b"\n"):
         data += b"\n"
-    path.write_bytes(data + _exclude_block(target))
+    atomic_write(path, data + _exclude_block(target), fsync=True)  # the user's own git file: synced
     return True
 
 
@@ -300,7 +299,7 @@ def _unexclude(target: Target, common: Path) -> None:
     data = path.read_bytes()
     block = _exclude_block(target)
     if block in data:
-        path.write_bytes(data.replace(block, b"", 1))
+        atomic_write(path, data.replace(block, b"", 1), fsync=True)
 
 
 def disable(target: Target, root: Path, common: Path) -> list[str]:
@@ -321,11 +320,11 @@ def disable(target: Target, root: Path, common: Path) -> list[str]:
                 _unexclude(target, common)
         restored = _restore(common, entry.get("receipt"), path)
         if restored:
-            statefile.write_json(_manifest_path(target, common), manifest, indent=2)
+            statefile.write_json(_manifest_path(target, common), manifest, indent=2, fsync=True)
             return sorted({a["event"] for a in entry["added"]}, key=_event_order(target))
         removed = _remove_groups(target, path, entry)
         if removed:
-            statefile.write_json(_manifest_path(target, common), manifest, indent=2)
+            statefile.write_json(_manifest_path(target, common), manifest, indent=2, fsync=True)
     return removed
 
 

@@ -172,7 +172,7 @@ def handle(payload: dict[str, Any], cwd: str | None = None, agent: str = "claude
         result = _apply(state, event, settings, root, common)
         if result is None:
             return None  # a duplicate delivery: nothing changed
-        statefile.write_json(path, state)
+        statefile.write_json(path, state)  # session state, on every tool call: not synced
     if result:
         return _output(str(payload.get("hook_event_name")), result.redirect, result.notice)
     return None
@@ -226,7 +226,7 @@ def update_learned(common: str, changes: list[learn.Change], session: str) -> bo
         if not isinstance(store, dict):
             store = learn.empty_store()
         if learn.apply(store, changes, session, _now()):
-            statefile.write_json(path, store, indent=2)
+            statefile.write_json(path, store, indent=2, fsync=True)  # learned facts: synced
     return True
 
 

@@ -12,8 +12,8 @@ else matches), so one damaged receipt never blocks the undo of another.
 
 Undo restores the original bytes only when the file still has exactly the bytes the change
 produced (its sha256 equals the receipt's new hash). If anyone edited the file since, undo
-changes nothing and says what to reconcile by hand. Files are replaced atomically (a
-temporary file in the same directory, then ``os.replace``), keeping the original's mode.
+changes nothing and says what to reconcile by hand. Files are replaced atomically and
+durably (``fileio.atomic_write`` with ``fsync``), keeping the original's mode.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 
 APPLIED = "applied"
 ROLLED_BACK = "rolled back"
@@ -277,32 +277,8 @@ def _shape_problem(data: object, rid: str) -> str | None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically, keeping an existing file's permission bits."""
+    """Replace ``path`` with ``data`` atomically and durably, keeping an existing file's permission bits.
+
+    Receipts and the files they restore are the user's record: always synced."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    atomic_write(path, data, fsync=True)

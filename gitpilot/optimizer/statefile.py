@@ -3,8 +3,8 @@
 Hook processes for one agent session can run at the same time (Claude Code runs hooks of
 parallel tool calls concurrently). Every read-modify-write of a state file happens under an
 exclusive ``fcntl`` lock on a sibling ``.lock`` file, and the new content lands with
-``os.replace`` of a temporary file in the same directory, so a reader never sees half a
-file and no update is lost. Stdlib only: this is on the hook's hot path.
+``fileio.atomic_write`` (a temporary file in the same directory, renamed over the old one),
+so a reader never sees half a file and no update is lost. Stdlib only: this is on the hook's hot path.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from gitpilot.fileio import append_whole_line
+from gitpilot.fileio import append_whole_line, atomic_write
 
 
 @contextmanager
@@ -40,22 +40,16 @@ def read_json(path: str) -> Any:
         return None
 
 
-def write_json(path: str, data: Any, *, indent: int | None = None) -> None:
-    """Replace ``path`` with ``data`` as JSON, atomically."""
+def write_json(path: str, data: Any, *, indent: int | None = None, fsync: bool = False) -> None:
+    """Replace ``path`` with ``data`` as JSON, atomically (``fsync``: durably too)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
     text = json.dumps(data, indent=indent, sort_keys=True, ensure_ascii=False)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, (text + "\n").encode("utf-8"), fsync=fsync)
 
 
 def replace_text(path: str, text: str) -> None:
-    """Replace ``path`` with ``text``, atomically."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    """Replace ``path`` with ``text``, atomically (not synced: the callers keep logs)."""
+    atomic_write(path, text.encode("utf-8"))
 
 
 def append_line(path: str, record: dict[str, Any]) -> None:

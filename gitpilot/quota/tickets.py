@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gitpilot.fileio import atomic_write, rename
 from gitpilot.quota.clock import parse
 from gitpilot.quota.resets import iso
 
@@ -91,13 +92,8 @@ def write(pilot_dir: Path, ticket: Ticket) -> Path:
     """Write the ticket atomically (a reader sees the old ticket or the new one, never half)."""
     pilot_dir.mkdir(parents=True, exist_ok=True)
     path = ticket_path(pilot_dir)
-    tmp = pilot_dir / f".{TICKET_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     data = json.dumps(ticket.to_json(), sort_keys=True, indent=2) + "\n"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, data.encode("utf-8"), fsync=True)  # the promise to resume the work: synced
     return path
 
 
@@ -132,7 +128,7 @@ def claim(pilot_dir: Path, ticket_id: str) -> Path | None:
         return None
     taken = pilot_dir / f"{TICKET_NAME}.claimed.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     try:
-        os.rename(path, taken)
+        rename(path, taken)  # a claim between live processes: not synced
     except FileNotFoundError:
         return None
     claimed = read(taken)

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo
 from gitpilot.review.budget import Budget, compute_budget
 
@@ -189,9 +190,7 @@ class History:
             change(history)
             allh[self.key] = history
             self.local.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.local.with_name(f".rounds.{os.getpid()}.tmp")
-            tmp.write_bytes(_dump(allh))
-            os.replace(tmp, self.local)
+            atomic_write(self.local, _dump(allh), fsync=True)  # the rounds a budget counts: synced
             return history
         from gitpilot.store.tasks import TaskStore
         from gitpilot.tasks.state import STATE_FILE, parse_state, state_bytes

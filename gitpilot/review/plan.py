@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.errors import PilotError, UsageError
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo
 
 PLAN_FILE = "plan.md"
@@ -93,7 +94,7 @@ def _plan_path(repo: Repo, tid: str, body: bytes) -> Path:
             return path
     except OSError:
         pass
-    path.write_bytes(body)
+    atomic_write(path, body)  # the agent may be reading it; rendered again from the record: not synced
     return path
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gitpilot.checks.records import CHECKS_REF, parse_line
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 from gitpilot.gitrun import first_line
 from gitpilot.procs import alive
 from gitpilot.repo import Repo
@@ -297,9 +298,7 @@ def _write_marker(repo: Repo, remote: str, remote_tip: str, local_tip: str | Non
         return
     path = _marker_path(repo, remote)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(f"{remote_tip} {local_tip}\n", "ascii")
-    os.replace(tmp, path)
+    atomic_write(path, f"{remote_tip} {local_tip}\n".encode("ascii"))  # a shortcut (lost: every note is read): not synced
 
 
 # -- push ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo, TreeEntry
 
 _ID = re.compile(r"^[0-9a-f]{8,64}$")
@@ -171,7 +172,6 @@ def forget(repo: Repo, item: Forgettable) -> bool:
 def _drop_task_file_entries(repo: Repo, tid: str) -> None:
     """``<common>/pilot/task-files.json`` maps task files to the id of their last text."""
     import json
-    import os
 
     index = repo.pilot_dir / "task-files.json"
     try:
@@ -181,6 +181,4 @@ def _drop_task_file_entries(repo: Repo, tid: str) -> None:
     if not isinstance(known, dict) or tid not in known.values():
         return
     kept = {k: v for k, v in known.items() if v != tid}
-    tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(kept, sort_keys=True), "utf-8")
-    os.replace(tmp, index)
+    atomic_write(index, json.dumps(kept, sort_keys=True).encode("utf-8"), fsync=True)  # as tasks.run writes it

@@ -8,8 +8,7 @@ an agent session that sets ``GIT_PILOT_TASK``) use it.
 
 from __future__ import annotations
 
-import os
-
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo
 
 FILE_NAME = "current-task"
@@ -19,9 +18,7 @@ def remember(repo: Repo, tid: str) -> None:
     """Record ``tid`` as this worktree's current task (atomically: a reader sees one id or the other)."""
     path = repo.worktree_pilot_dir / FILE_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(tid + "\n", "utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, (tid + "\n").encode("utf-8"), fsync=True)  # the user's place in their work: synced
 
 
 def recall(repo: Repo) -> str | None:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from gitpilot.agents.base import Adapter, Features, Invocation, LiveSession, Outcome
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 from gitpilot.gitrun import clean_env
 from gitpilot.procs import alive
 from gitpilot.repo import Repo
@@ -146,9 +147,7 @@ def _register(repo: Repo, tid: str, pid: int, inv: Invocation) -> None:
     path = _run_file(repo, tid)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"pid": pid, "session_id": inv.session_id, "mode": inv.mode, "started": now_iso()}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(body, sort_keys=True), "utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(body, sort_keys=True).encode("utf-8"))  # a live process's: not synced
 
 
 def _unregister(repo: Repo, tid: str, pid: int) -> None:

@@ -35,6 +35,7 @@ from gitpilot import agents
 from gitpilot.agents.base import MODES, Adapter, Features, Invocation, LiveSession, Mode
 from gitpilot.config import SCHEMA, Config, load
 from gitpilot.errors import PilotError
+from gitpilot.fileio import atomic_write
 from gitpilot.repo import Repo
 from gitpilot.store.tasks import TaskStore, task_id
 from gitpilot.tasks import delta, launch, prompts
@@ -299,9 +300,8 @@ def _task_file_change(repo: Repo, task_file: Path | None, tid: str, dry_run: boo
     if not dry_run and before != tid:
         known[key] = tid
         index.parent.mkdir(parents=True, exist_ok=True)
-        tmp = index.with_name(f".task-files.{os.getpid()}")
-        tmp.write_text(json.dumps(known, sort_keys=True, indent=1), "utf-8")
-        os.replace(tmp, index)
+        # the only record of which task a task file's earlier text was: synced
+        atomic_write(index, json.dumps(known, sort_keys=True, indent=1).encode("utf-8"), fsync=True)
     return before if isinstance(before, str) and before != tid else None
 
 
@@ -646,9 +646,7 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
     path = ctx.repo.worktree_pilot_dir / f"delta-{ctx.tid}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     body = delta.render(changed, ctx.tid).encode("utf-8")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_bytes(body)
-    os.replace(tmp, path)
+    atomic_write(path, body)  # rendered again on every resume: not synced
     nsrc, nsec = changed.counts()
     message = prompts.delta_message(ctx.tid, path, nsrc, nsec, ctx.note)
     sent = len(body) + len(message.encode())
