@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-STAMP_FORMAT = 6
+STAMP_FORMAT = 7  # 7: names separated by NUL (a name may hold a newline)
 CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
 # git's racy window: a file whose mtime is this close to (or after) the moment its content
 # was read may change again without its signature changing.
@@ -158,7 +158,7 @@ def _sigs_hold_here(present: list[str], absent: list[str], expected: bytes) -> b
 def _names(value: object) -> list[str] | None:
     if not isinstance(value, str):
         return None
-    return value.split("\n") if value else []
+    return value.split("\0") if value else []
 
 
 def express(cwd: str | os.PathLike[str], task_text: str, agent: str = "") -> Hit | None:
@@ -236,8 +236,10 @@ def write_stamp(
         "root": real_root,
         "index": index,
         "capsule": bytes(capsule),
-        "present": "\n".join(n for n in names if n not in gone),
-        "absent": "\n".join(missing),
+        # NUL-separated: a path never holds one, but may hold a newline (a symlink's target
+        # written with one, as real repositories have), which would split into two names here
+        "present": "\0".join(n for n in names if n not in gone),
+        "absent": "\0".join(missing),
         # a file changed in the racy window: no signatures, so the next run checks in full
         "sigs": b"" if racy else sigs,
         "baseline_bytes": baseline_bytes,  # for the reuse line: the capsule's own size is len(capsule)
