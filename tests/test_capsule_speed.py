@@ -34,3 +34,162 @@ def test_a_symlink_whose_target_ends_in_a_newline_does_not_stop_the_express_path
     (root / "docs" / "guide.md").write_text(FILES["docs/guide.md"] + "\nParsers are registered.\n")
     assert stamp.express(str(root), TASK) is None
     assert "Parsers are registered." in run_pilot("capsule", "--task", TASK, "--print", cwd=root).stdout
+
+
+# --- signals from postings: the same numbers as the definition, section by section ----------------
+
+DOCS = {
+    "docs/providers/minimax.md": "---\ntitle: MiniMax provider\ndescription: Video models and the url option\n---\n"
+    "# MiniMax\n\nThe MiniMax provider makes video.\n\n## Video models\n\nCall `getFromApi` to fetch the url.\n\n"
+    "### Download the video\n\nThe url expires; download the video bytes.\n\n## Settings\n\nSet `baseURL`.\n",
+    "docs/guide.md": "Intro text before any heading, about video.\n\n# Guide\n\n## Providers\n\n### Video providers\n\n"
+    "#### MiniMax video\n\nSee the MiniMax page. task.content.url holds the link.\n\n## Testing\n\nRun the tests.\n",
+    "CONTRIBUTING.md": "# Contributing\n\n## Tests\n\nWrite a test for every provider change.\n\n"
+    "## Changesets\n\nAdd a changeset.\n",
+    "packages/other/README.md": "# Other\n\nNothing about the task here.\n\n## Usage\n\nImport it.\n",
+}
+
+
+def _dense_signals(docs, weights, ids, conventions, area, area_files):  # type: ignore[no-untyped-def]
+    """The signals as first defined: every section of every document walked (the reference)."""
+    from gitpilot.context import features as F
+    from gitpilot.context.sources import matches
+
+    wset = set(weights)
+    heading_bags, heading_lens, body_bags, body_lens = [], [], [], []
+    sec_bags, sec_lens, head_bags, head_lens = [], [], [], []
+    for doc in docs:
+        dt = doc.terms
+        heads: dict[str, int] = {}
+        for toks in dt.headings:
+            for t in toks:
+                heads[t] = heads.get(t, 0) + 1
+        for t in F.tokens(doc.front.text):
+            heads[t] = heads.get(t, 0) + 2
+        heading_lens.append(sum(heads.values()))
+        heads = {t: n for t, n in heads.items() if t in wset}
+        heading_bags.append(heads)
+        body = dict(heads)
+        paths: list[dict[str, int]] = []
+        plens: list[int] = []
+        for pos in range(len(doc.smap.sections)):
+            counts = dt.section_counts(pos)
+            hit = sorted(counts.keys() & wset)
+            for t in hit:
+                body[t] = body.get(t, 0) + counts[t]
+            parent = doc.smap.sections[pos].parent
+            own = dt.headings[pos]
+            path_heads = dict(paths[parent]) if parent is not None else {}
+            for t in own:
+                if t in wset:
+                    path_heads[t] = path_heads.get(t, 0) + 1
+            plen = (plens[parent] if parent is not None else 0) + len(own)
+            paths.append(path_heads)
+            plens.append(plen)
+            bag = {t: counts[t] for t in hit}
+            for t, n in path_heads.items():
+                bag[t] = bag.get(t, 0) + n
+            sec_bags.append(bag)
+            sec_lens.append(dt.lengths[pos] + plen)
+        head_bags.extend(paths)
+        head_lens.extend(plens)
+        body_bags.append(body)
+        body_lens.append(sum(dt.lengths) + heading_lens[-1])
+    path_bags = [F._counts(F.path_words(d.path)) for d in docs]
+    m_body = F._Bm25.over(weights, body_bags, body_lens)
+    m_head = F._Bm25.over(weights, heading_bags, heading_lens)
+    m_path = F._Bm25.over(weights, path_bags, [sum(p.values()) for p in path_bags], b=F.PATH_B)
+    m_sec = F._Bm25.over(weights, sec_bags, sec_lens)
+    m_shead = F._Bm25.over(weights, head_bags, head_lens)
+    rx = [i.regex() for i in ids]
+    out = []
+    k = 0
+    for d, doc in enumerate(docs):
+        found = F._id_lines(doc, ids, rx) if ids else []
+        values = {
+            "bm25": m_body.score(body_bags[d], body_lens[d]),
+            "heads": m_head.score(heading_bags[d], heading_lens[d]),
+            "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
+            "ids": sum(1 for f in found if f) / len(ids) if ids else 0.0,
+            "linked": 1.0 if doc.linked else 0.0,
+            "area": F._area_of(doc.path, area),
+            "scoped": 1.0 if doc.front.scoped else 0.0,
+            "applies": 1.0 if doc.front.scoped and any(matches(f, doc.front.scopes) for f in area_files) else 0.0,
+        }
+        for kind in F.KINDS:
+            values[f"kind:{kind}"] = 1.0 if doc.kind == kind else 0.0
+        secs = []
+        conv = conventions.get(d, ())
+        for pos, sec in enumerate(doc.smap.sections):
+            row = {
+                "s_bm25": m_sec.score(sec_bags[k], sec_lens[k]) if sec_bags[k] else 0.0,
+                "s_head": m_shead.score(head_bags[k], head_lens[k]) if head_bags[k] else 0.0,
+                "s_ids": (sum(1 for f in found if any(sec.start <= n <= sec.body_end for n in f)) / len(ids))
+                if ids else 0.0,
+            }
+            k += 1
+            name, prior = conv[pos] if pos < len(conv) else ("", 0.0)
+            for c in F.CONVENTIONS:
+                row[f"c_{c}"] = prior if name == c else 0.0
+            secs.append(row)
+        out.append((values, secs))
+    rows = [v for v, _ in out]
+    for key, model in (("bm25", m_body), ("heads", m_head), ("path", m_path)):
+        F._normalize(rows, key, F.NORM_FLOOR * model.mass())
+    srows = [s for _, ss in out for s in ss]
+    for key, model in (("s_bm25", m_sec), ("s_head", m_shead)):
+        F._normalize(srows, key, F.NORM_FLOOR * model.mass())
+    return out, (heading_bags, body_bags, sec_bags, head_bags)
+
+
+def test_signals_from_postings_are_the_defined_signals_exactly() -> None:
+    from gitpilot.context import frontmatter
+    from gitpilot.context.conventions import convention_priors
+    from gitpilot.context.doctypes import kind_of
+    from gitpilot.context.features import Doc, _Matches, signals
+    from gitpilot.context.markdown import parse, split_lines
+    from gitpilot.context.query import query_weights
+    from gitpilot.context.select import Ranking
+    from gitpilot.context.terms import DocTerms, compute
+    from gitpilot.context.text import identifiers
+
+    docs = []
+    for path, text in sorted(DOCS.items()):
+        lines = split_lines(text)
+        smap = parse(text, None, lines)
+        terms = DocTerms.from_bytes(compute(smap, lines).to_bytes())  # as read back from the cache
+        assert terms is not None
+        docs.append(Doc(path, smap, lines, rule=path == "CONTRIBUTING.md", kind=kind_of(path, False),
+                        front=frontmatter.parse(lines), terms=terms))
+    for task in (
+        "The MiniMax video url expires: download the video with `getFromApi`, keep `baseURL` and "
+        "task.content.url working, and add tests",
+        "Providers: video providers need a guide",
+        "nothing matches zzz",
+    ):
+        weights, ids = query_weights(task), identifiers(task)
+        priors, _ = convention_priors(docs, task)
+        got = signals(docs, weights, ids, priors, {"docs/providers": 0.5}, ["docs/providers/minimax.md"])
+        want, bags = _dense_signals(docs, weights, ids, priors, {"docs/providers": 0.5},
+                                    ["docs/providers/minimax.md"])
+        assert [(g.values, g.sections) for g in got] == want
+        # the counts in the same order too: a float sum in another order may round otherwise
+        heading_bags, body_bags, sec_bags, head_bags = bags
+        k = 0
+        for d, doc in enumerate(docs):
+            assert doc.terms is not None
+            m = _Matches(doc, doc.terms, weights)
+            assert list(m.heads.items()) == list(heading_bags[d].items())
+            assert list(m.body.items()) == list(body_bags[d].items())
+            for pos in range(len(doc.smap.sections)):
+                assert list(m.bags.get(pos, {}).items()) == list(sec_bags[k].items())
+                assert list(m.paths.get(pos, {}).items()) == list(head_bags[k].items())
+                k += 1
+        ranking = Ranking(docs, task, {})
+        from gitpilot.context import weights as W
+
+        assert ranking.sec_scores == [[W.section_score(r) for r in secs] for _v, secs in want]
+        if task.startswith("The MiniMax"):  # the case exercises every kind of section signal
+            rows = [r for _v, secs in want for r in secs]
+            for key in ("s_bm25", "s_head", "s_ids", "c_testing"):
+                assert any(r[key] > 0 for r in rows), key

@@ -29,6 +29,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from gitpilot.context.doctypes import KINDS
 from gitpilot.context.frontmatter import NONE, FrontMatter
@@ -69,8 +70,26 @@ class Doc:
 
 @dataclass
 class DocSignals:
+    """One document's signals, and those of its sections that have one above zero (``rows``, by
+    position); every other section's signals are all zero (``section``)."""
+
     values: dict[str, float]
-    sections: list[dict[str, float]] = field(default_factory=list)
+    rows: dict[int, dict[str, float]] = field(default_factory=dict)
+    count: int = 0  # sections in the document
+
+    def section(self, pos: int) -> dict[str, float]:
+        got = self.rows.get(pos)
+        return got if got is not None else zero_row()
+
+    @property
+    def sections(self) -> list[dict[str, float]]:
+        """Every section's signals, in order."""
+        return [self.section(i) for i in range(self.count)]
+
+
+def zero_row() -> dict[str, float]:
+    """The signals of a section that matches nothing and states no convention."""
+    return dict.fromkeys(SECTION_SIGNALS, 0.0)
 
 
 def path_words(path: str) -> list[str]:
@@ -80,21 +99,26 @@ def path_words(path: str) -> list[str]:
 
 
 class _Bm25:
-    """BM25 of one query over a set of term-count documents (only the query's terms are looked at)."""
+    """BM25 of one query over a set of term-count documents (only the query's terms are looked
+    at), from each term's document frequency ``df`` among ``n`` documents of ``total`` tokens."""
 
-    def __init__(self, weights: Mapping[str, float], bags: Sequence[Mapping[str, int]], lengths: Sequence[int],
+    def __init__(self, weights: Mapping[str, float], df: Mapping[str, int], n: int, total: int,
                  b: float = B) -> None:
         self.weights = weights
-        n = len(bags)
+        self.idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        self.avg = (total / n) if n else 1.0
+        self.avg = self.avg or 1.0
+        self.b = b
+
+    @classmethod
+    def over(cls, weights: Mapping[str, float], bags: Sequence[Mapping[str, int]], lengths: Sequence[int],
+             b: float = B) -> _Bm25:
         df = dict.fromkeys(weights, 0)
         for bag in bags:
             for t in weights:
                 if t in bag:
                     df[t] += 1
-        self.idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-        self.avg = (sum(lengths) / n) if n else 1.0
-        self.avg = self.avg or 1.0
-        self.b = b
+        return cls(weights, df, len(bags), sum(lengths), b)
 
     def mass(self) -> float:
         """What a text holding every query term once would score, about: the scale of a strong match."""
@@ -120,6 +144,79 @@ def _normalize(rows: Sequence[dict[str, float]], key: str, floor: float = 0.0) -
             r[key] = r[key] / best
 
 
+class _Matches:
+    """What one document holds of the query's terms, found through its postings alone.
+
+    ``heads``: the query terms of its titles and front matter, with counts, in the order a walk
+    over its titles (then its front matter) meets them; ``body``: those and its sections' counts
+    of the query terms; ``bags``: for each section that holds a query term in its own text or in
+    its heading path, those counts (own text first, sorted; then the heading path's in the order
+    the path meets them); ``paths``: the heading-path counts alone; ``heading_len``: the tokens
+    of its titles and (twice) of its front matter.
+    """
+
+    __slots__ = ("heads", "body", "bags", "paths", "heading_len")
+
+    def __init__(self, doc: Doc, dt: DocTerms, weights: Mapping[str, float]) -> None:
+        front = tokens(doc.front.text)
+        self.heading_len = dt.heads_total + 2 * len(front)
+        titles = dt.title_postings
+        in_titles = [t for t in weights if t in titles]
+        heads: dict[str, int] = {}
+        # a walk over the titles meets a term first in its first section, at its first place there
+        for t in sorted(in_titles, key=lambda t: (titles[t][0], dt.headings[titles[t][0]].index(t))):
+            heads[t] = len(titles[t])
+        for t in front:  # the author's own statement of what the file is for
+            if t in weights:
+                heads[t] = heads.get(t, 0) + 2
+        self.heads = heads
+        body = dict(heads)
+        postings = dt.postings
+        in_text = sorted(t for t in weights if t in postings)
+        own: dict[int, list[tuple[str, int]]] = {}
+        for t in sorted(in_text, key=lambda t: (postings[t][0], t)):
+            post = postings[t]
+            body[t] = body.get(t, 0) + sum(post[1::2])
+        for t in in_text:
+            post = postings[t]
+            for i in range(0, len(post), 2):
+                own.setdefault(post[i], []).append((t, post[i + 1]))
+        self.body = body
+        self.paths = _heading_paths(doc.smap, dt, in_titles, weights) if in_titles else {}
+        bags: dict[int, dict[str, int]] = {}
+        for pos in sorted(own.keys() | self.paths.keys()):
+            bag = dict(own.get(pos, ()))
+            for t, n in self.paths.get(pos, {}).items():
+                bag[t] = bag.get(t, 0) + n
+            bags[pos] = bag
+        self.bags = bags
+
+
+def _heading_paths(
+    smap: SectionMap, dt: DocTerms, in_titles: Sequence[str], weights: Mapping[str, float]
+) -> dict[int, dict[str, int]]:
+    """For each section under a title that holds a query term (its own included), the query
+    terms of its heading path (its ancestors' titles and its own) with counts, in the order the
+    path meets them. A parent comes before its sections, so one walk from the first such title on
+    sees every one."""
+    secs = smap.sections
+    hits = {p for t in in_titles for p in dt.title_postings[t]}
+    paths: dict[int, dict[str, int]] = {}
+    for pos in range(min(hits), len(secs)):
+        parent = secs[pos].parent
+        base = paths.get(parent) if parent is not None else None
+        if base is None and pos not in hits:
+            continue
+        path = dict(base) if base else {}
+        if pos in hits:
+            for t in dt.headings[pos]:
+                if t in weights:
+                    path[t] = path.get(t, 0) + 1
+        if path:
+            paths[pos] = path
+    return paths
+
+
 def signals(
     docs: Sequence[Doc],
     weights: Mapping[str, float],
@@ -128,71 +225,56 @@ def signals(
     area: Mapping[str, float],
     area_files: Sequence[str],
 ) -> list[DocSignals]:
-    """Every document's and section's signals for the query ``weights`` (term -> weight)."""
+    """Every document's and section's signals for the query ``weights`` (term -> weight).
+
+    A section that holds no query term, names no identifier and states no convention has every
+    signal zero; only the others are worked out (``DocSignals.rows``)."""
     from gitpilot.context.sources import matches
 
-    terms = [d.terms for d in docs]
-    wset = set(weights)
-    heading_bags: list[dict[str, int]] = []
-    heading_lens: list[int] = []
-    body_bags: list[dict[str, int]] = []
-    body_lens: list[int] = []
-    sec_bags: list[dict[str, int]] = []
-    sec_lens: list[int] = []
-    head_bags: list[dict[str, int]] = []  # each section's heading path, the query's terms only
-    head_lens: list[int] = []
-    for doc, dt in zip(docs, terms, strict=True):
+    found: list[_Matches] = []
+    df_body = dict.fromkeys(weights, 0)
+    df_head = dict.fromkeys(weights, 0)
+    df_sec = dict.fromkeys(weights, 0)
+    df_shead = dict.fromkeys(weights, 0)
+    n_secs = body_total = head_total = sec_total = shead_total = 0
+    for doc in docs:
+        dt = doc.terms
         assert dt is not None
-        heads: dict[str, int] = {}
-        for toks in dt.headings:
-            for t in toks:
-                heads[t] = heads.get(t, 0) + 1
-        for t in tokens(doc.front.text):
-            heads[t] = heads.get(t, 0) + 2  # the author's own statement of what the file is for
-        heading_lens.append(sum(heads.values()))
-        heads = {t: n for t, n in heads.items() if t in wset}
-        heading_bags.append(heads)
-        body: dict[str, int] = dict(heads)
-        paths: list[dict[str, int]] = []
-        plens: list[int] = []
-        for pos, counts in enumerate(dt.sections):
-            hit = sorted(counts.keys() & wset)  # sorted: a set's order changes with PYTHONHASHSEED
-            for t in hit:
-                body[t] = body.get(t, 0) + counts[t]
-            parent = doc.smap.sections[pos].parent
-            own = dt.headings[pos]
-            path_heads = dict(paths[parent]) if parent is not None else {}
-            for t in own:
-                if t in wset:
-                    path_heads[t] = path_heads.get(t, 0) + 1
-            plen = (plens[parent] if parent is not None else 0) + len(own)
-            paths.append(path_heads)
-            plens.append(plen)
-            bag = {t: counts[t] for t in hit}
-            for t, n in path_heads.items():
-                bag[t] = bag.get(t, 0) + n
-            sec_bags.append(bag)
-            sec_lens.append(dt.lengths[pos] + plen)
-        head_bags.extend(paths)
-        head_lens.extend(plens)
-        body_bags.append(body)
-        body_lens.append(sum(dt.lengths) + heading_lens[-1])
+        m = _Matches(doc, dt, weights)
+        found.append(m)
+        for t in m.heads:
+            df_head[t] += 1
+        for t in m.body:
+            df_body[t] += 1
+        for sbag in m.bags.values():
+            for t in sbag:
+                df_sec[t] += 1
+        for path in m.paths.values():
+            for t in path:
+                df_shead[t] += 1
+        n_secs += len(dt.lengths)
+        head_total += m.heading_len
+        body_total += dt.length_total + m.heading_len
+        sec_total += dt.length_total + dt.plen_total
+        shead_total += dt.plen_total
     path_bags = [_counts(path_words(d.path)) for d in docs]
-    m_body = _Bm25(weights, body_bags, body_lens)
-    m_head = _Bm25(weights, heading_bags, heading_lens)
-    m_path = _Bm25(weights, path_bags, [sum(p.values()) for p in path_bags], b=PATH_B)
-    m_sec = _Bm25(weights, sec_bags, sec_lens)
-    m_shead = _Bm25(weights, head_bags, head_lens)
+    m_body = _Bm25(weights, df_body, len(docs), body_total)
+    m_head = _Bm25(weights, df_head, len(docs), head_total)
+    m_path = _Bm25.over(weights, path_bags, [sum(p.values()) for p in path_bags], b=PATH_B)
+    m_sec = _Bm25(weights, df_sec, n_secs, sec_total)
+    m_shead = _Bm25(weights, df_shead, n_secs, shead_total)
     rx = [i.regex() for i in ids]
     out: list[DocSignals] = []
-    k = 0
     for d, doc in enumerate(docs):
-        found_lines = _id_lines(doc, ids, rx) if ids else []
+        dt, m = doc.terms, found[d]
+        assert dt is not None
+        lines_of = _id_lines(doc, ids, rx) if ids else []
+        id_secs = _id_sections(doc.smap, lines_of)
         values = {
-            "bm25": m_body.score(body_bags[d], body_lens[d]),
-            "heads": m_head.score(heading_bags[d], heading_lens[d]),
+            "bm25": m_body.score(m.body, dt.length_total + m.heading_len),
+            "heads": m_head.score(m.heads, m.heading_len),
             "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
-            "ids": sum(1 for f in found_lines if f) / len(ids) if ids else 0.0,
+            "ids": sum(1 for f in lines_of if f) / len(ids) if ids else 0.0,
             "linked": 1.0 if doc.linked else 0.0,
             "area": _area_of(doc.path, area),
             "scoped": 1.0 if doc.front.scoped else 0.0,
@@ -200,26 +282,28 @@ def signals(
         }
         for kind in KINDS:
             values[f"kind:{kind}"] = 1.0 if doc.kind == kind else 0.0
-        secs: list[dict[str, float]] = []
         conv = conventions.get(d, ())
-        for pos, sec in enumerate(doc.smap.sections):
-            bag, length = sec_bags[k], sec_lens[k]
+        named = [pos for pos, (name, prior) in enumerate(conv) if prior != 0 and name in CONVENTIONS]
+        rows: dict[int, dict[str, float]] = {}
+        count = len(doc.smap.sections)
+        for pos in sorted(m.bags.keys() | id_secs.keys() | set(named)):
+            if pos >= count:
+                continue
+            bag, hpath = m.bags.get(pos), m.paths.get(pos)
             row = {
-                "s_bm25": m_sec.score(bag, length) if bag else 0.0,
-                "s_head": m_shead.score(head_bags[k], head_lens[k]) if head_bags[k] else 0.0,
-                "s_ids": (sum(1 for f in found_lines if any(sec.start <= n <= sec.body_end for n in f)) / len(ids))
-                if ids else 0.0,
+                "s_bm25": m_sec.score(bag, dt.lengths[pos] + dt.plens[pos]) if bag else 0.0,
+                "s_head": m_shead.score(hpath, dt.plens[pos]) if hpath else 0.0,
+                "s_ids": id_secs.get(pos, 0) / len(ids) if ids else 0.0,
             }
-            k += 1
             name, prior = conv[pos] if pos < len(conv) else ("", 0.0)
             for c in CONVENTIONS:
                 row[f"c_{c}"] = prior if name == c else 0.0
-            secs.append(row)
-        out.append(DocSignals(values, secs))
-    rows = [o.values for o in out]
+            rows[pos] = row
+        out.append(DocSignals(values, rows, count))
+    docrows = [o.values for o in out]
     for key, model in (("bm25", m_body), ("heads", m_head), ("path", m_path)):
-        _normalize(rows, key, NORM_FLOOR * model.mass())
-    srows = [s for o in out for s in o.sections]
+        _normalize(docrows, key, NORM_FLOOR * model.mass())
+    srows = [r for o in out for r in o.rows.values()]
     for key, model in (("s_bm25", m_sec), ("s_head", m_shead)):
         _normalize(srows, key, NORM_FLOOR * model.mass())
     return out
@@ -244,10 +328,32 @@ def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]
             continue
         hits = [m.start() for m in pattern.finditer(text)]
         if hits and starts is None:
-            starts = [0]
-            for line in doc.lines:
-                starts.append(starts[-1] + len(line))
+            starts = [0, *accumulate(map(len, doc.lines))]
         out.append(sorted({bisect_right(starts, h) for h in hits}) if hits and starts is not None else [])
+    return out
+
+
+def _id_sections(smap: SectionMap, found: Sequence[Sequence[int]]) -> dict[int, int]:
+    """For each section whose own part (``start..body_end``) holds a line of an identifier, how
+    many of the identifiers it holds."""
+    if not any(found):
+        return {}
+    secs = smap.sections
+    starts = [s.start for s in secs]
+    # a map as ``markdown.parse`` makes it: each own part ends before the next section starts
+    ordered = all(secs[i].body_end < starts[i + 1] for i in range(len(secs) - 1))
+    out: dict[int, int] = {}
+    for lines in found:
+        if ordered:
+            held: set[int] = set()
+            for n in lines:
+                i = bisect_right(starts, n) - 1
+                if i >= 0 and secs[i].start <= n <= secs[i].body_end:
+                    held.add(i)
+        else:
+            held = {i for i, s in enumerate(secs) if any(s.start <= n <= s.body_end for n in lines)}
+        for i in held:
+            out[i] = out.get(i, 0) + 1
     return out
 
 

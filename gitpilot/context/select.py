@@ -21,7 +21,7 @@ from dataclasses import replace
 from gitpilot.context import weights as W
 from gitpilot.context.choose import LeftOut, Pick, Selection, choose
 from gitpilot.context.doctypes import kind_of
-from gitpilot.context.features import Doc, DocSignals, signals
+from gitpilot.context.features import Doc, DocSignals, signals, zero_row
 from gitpilot.context.query import query_weights
 from gitpilot.context.terms import compute
 from gitpilot.context.text import identifiers
@@ -76,7 +76,7 @@ class Ranking:
             self.docs, self.query, self.ids, priors, area or {}, area_files
         )
         self.doc_scores = [W.doc_score(s.values) for s in self.signals]
-        self.sec_scores = [[W.section_score(r) for r in s.sections] for s in self.signals]
+        self.sec_scores = _section_scores(self.signals)
 
     def choose(
         self, max_excerpt_bytes: int, max_section_bytes: int, without: frozenset[str] = frozenset()
@@ -96,8 +96,21 @@ class Ranking:
         kind = self.docs[d].kind
         parts.append(f"kind {kind}")
         if sec >= 0:
-            parts += _top(sig.sections[sec], W.SECTION)
+            parts += _top(sig.section(sec), W.SECTION)
         return tuple(parts)
+
+
+def _section_scores(sigs: Sequence[DocSignals]) -> list[list[float]]:
+    """Every section's score: worked out for the sections with a signal, the same zero score for
+    the rest (most sections of a large documentation tree match nothing of one task)."""
+    zero = W.section_score(zero_row())
+    out = []
+    for s in sigs:
+        row = [zero] * s.count
+        for pos, r in s.rows.items():
+            row[pos] = W.section_score(r)
+        out.append(row)
+    return out
 
 
 class _Why:

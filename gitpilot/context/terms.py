@@ -3,6 +3,8 @@
 For every section of a file: the normalized tokens of its own text (``text.token_counts``) and
 their number; for the file: the tokens of its headings. A task's score needs only these counts,
 so a file whose blob id did not change is never tokenized twice, in any task, branch or worktree.
+They are kept by token (which sections hold it, how often), so a task reads the counts of its
+own few words and never walks every section of every file.
 
 The statistics live in ``<git common dir>/pilot/terms/<2 hex>/<blob id>`` (``marshal``, one file a
 blob, machine-local like the check logs): they hold words of the documentation, so they are never
@@ -18,51 +20,92 @@ from pathlib import Path
 
 from gitpilot.context.markdown import SectionMap, range_text
 
-FORMAT = 1
+FORMAT = 2  # 2: per-file postings (term -> sections) instead of one count table a section
 TermCounts = dict[str, int]
 
 
 class DocTerms:
-    """The counts of one file: per section (by position) its own tokens and length, and its headings'."""
+    """The counts of one file, arranged so that a task looks up only its own words.
 
-    __slots__ = ("sections", "lengths", "headings")
+    - ``postings``: each token of the file's section text -> ``[pos, count, pos, count, ...]``
+      over the sections that hold it, in section order;
+    - ``lengths``: each section's number of tokens (of its own text, below its heading line);
+    - ``headings``: each section's title tokens;
+    - ``plens``: each section's heading-path length (its title's tokens and its ancestors');
+    - ``title_postings``: each title token -> the sections whose title holds it, once an occurrence.
+    """
 
-    def __init__(self, sections: list[TermCounts], lengths: list[int], headings: list[list[str]]) -> None:
-        self.sections = sections
+    __slots__ = ("postings", "lengths", "headings", "plens", "title_postings", "heads_total", "length_total",
+                 "plen_total")
+
+    def __init__(
+        self,
+        postings: dict[str, list[int]],
+        lengths: list[int],
+        headings: list[list[str]],
+        plens: list[int],
+        title_postings: dict[str, list[int]],
+    ) -> None:
+        self.postings = postings
         self.lengths = lengths
         self.headings = headings  # each section's title tokens
+        self.plens = plens
+        self.title_postings = title_postings
+        self.heads_total = sum(len(h) for h in headings)
+        self.length_total = sum(lengths)
+        self.plen_total = sum(plens)
+
+    def section_counts(self, pos: int) -> TermCounts:
+        """The token counts of one section (a slow look-up over every posting: for tests and tools)."""
+        out: TermCounts = {}
+        for t, post in self.postings.items():
+            for i in range(0, len(post), 2):
+                if post[i] == pos:
+                    out[t] = post[i + 1]
+        return out
 
     def to_bytes(self) -> bytes:
-        return marshal.dumps((FORMAT, self.sections, self.lengths, self.headings))
+        return marshal.dumps((FORMAT, self.postings, self.lengths, self.headings, self.plens, self.title_postings))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> DocTerms | None:
         try:
-            fmt, sections, lengths, headings = marshal.loads(data)
+            fmt, *rest = marshal.loads(data)
+            postings, lengths, headings, plens, titles = rest
         except (ValueError, EOFError, TypeError):
             return None
-        if fmt != FORMAT or not (len(sections) == len(lengths) == len(headings)):
+        if fmt != FORMAT or not (len(lengths) == len(headings) == len(plens)):
             return None
-        return cls(sections, lengths, headings)
+        return cls(postings, lengths, headings, plens, titles)
 
 
 def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
     """The counts of a file from its section map and exact lines (withheld sections count nothing)."""
     from gitpilot.context.text import token_counts, tokens
 
-    sections: list[TermCounts] = []
+    postings: dict[str, list[int]] = {}
     lengths: list[int] = []
     headings: list[list[str]] = []
-    for sec in smap.sections:
-        headings.append(tokens(sec.title) if sec.title else [])
+    plens: list[int] = []
+    titles: dict[str, list[int]] = {}
+    for pos, sec in enumerate(smap.sections):
+        own = tokens(sec.title) if sec.title else []
+        headings.append(own)
+        for t in own:
+            titles.setdefault(t, []).append(pos)
+        plens.append((plens[sec.parent] if sec.parent is not None else 0) + len(own))
         if sec.withheld:
-            sections.append({})
             lengths.append(0)
             continue
         counts = token_counts(range_text(lines, sec.start + (1 if sec.level else 0), sec.body_end))
-        sections.append(dict(counts))
+        for t, n in counts.items():
+            post = postings.get(t)
+            if post is None:
+                postings[t] = [pos, n]
+            else:
+                post += (pos, n)
         lengths.append(sum(counts.values()))
-    return DocTerms(sections, lengths, headings)
+    return DocTerms(postings, lengths, headings, plens, titles)
 
 
 class TermCache:
@@ -106,7 +149,7 @@ def terms_for(
     """The counts of one file: from the cache when its blob is known and the entry fits the map."""
     if cacheable and blob:
         got = cache.get(blob)
-        if got is not None and len(got.sections) == len(smap.sections):
+        if got is not None and len(got.lengths) == len(smap.sections):
             return got
     fresh = compute(smap, lines)
     if cacheable and blob:
