@@ -193,3 +193,39 @@ def test_signals_from_postings_are_the_defined_signals_exactly() -> None:
             rows = [r for _v, secs in want for r in secs]
             for key in ("s_bm25", "s_head", "s_ids", "c_testing"):
                 assert any(r[key] > 0 for r in rows), key
+
+
+# --- the names of a task, searched for in one git grep -------------------------------------------
+
+
+def test_one_search_for_every_name_finds_what_a_search_a_name_finds(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from gitpilot.context import area
+
+    files = {
+        "src/parse.py": "def parse_config():\n    return fooBar + 1\n",
+        "src/both.py": "fooBarbaz = parse_config\n",  # fooBar and Barbaz overlap: each is found alone
+        "src/only_barbaz.py": "x = Barbaz\n",
+        "src/dé/naïve.py": "parse_config()\nfooBarbaz\n",  # git quotes this name: as it did before
+        "src/a:b.py": "getFromApi()\n",
+        "src/bin.dat": "parse_config\0binary\n",
+        "lib/other.ts": "const MiniMax = getFromApi;\n",
+    }
+    root = make_repo(tmp_path / "repo", files)
+    names = ["parse_config", "fooBar", "Barbaz", "getFromApi", "MiniMax", "nowhere"]
+    assert area.overlaps(names)["fooBar"] == ["Barbaz"] and "MiniMax" not in area.overlaps(names)
+    code = sorted(files)
+
+    def one_by_one() -> dict[str, list[str]]:
+        out = {}
+        for n in names:
+            got = git(root, "grep", "-l", "-I", "-F", "-e", n, "--", *code, check=False)
+            out[n] = sorted(p for p in got.split("\n") if p)
+        return out
+
+    want = one_by_one()
+    assert "\"src/d\\303\\251/na\\303\\257ve.py\"" in want["Barbaz"] and "src/both.py" in want["Barbaz"]
+    assert area.Search(root, code, names).result() == want
+    monkeypatch.setattr(area, "MAX_ARG_BYTES", 40)  # one git grep a file or two: the chunks add up
+    assert area.Search(root, code, names).result() == want
+    (root / "src" / "only_barbaz.py").write_text("x = parse_config\n")  # the working tree is searched
+    assert area.Search(root, code, names).result() == one_by_one() != want

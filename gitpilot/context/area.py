@@ -4,7 +4,7 @@ Tasks name their area in their own words or by identifiers, flags and config key
 that directory, rarely by path. Two kinds of evidence, both from the tree:
 
 - **names**: every identifier the task gives (``RESTClient``, ``duckdb_appender_column_count``,
-  ``--save-peer``) is searched for with ``git grep`` in the code files (never in documentation,
+  ``--save-peer``) is searched for with ``git grep`` (all at once) in the code files (never in documentation,
   tests or fixtures, never in a credential-named file or a symlink); a directory holding many of
   an identifier's files gets much of its weight, a rare identifier more than a common one;
 - **words**: each directory is described by the words of the paths of the code files below it
@@ -76,26 +76,118 @@ def names_of(ids: Sequence[Identifier]) -> list[str]:
 
 
 class Search:
-    """``git grep -l`` for each name over the code files, started now, read by ``result``."""
+    """Which code files hold each name, started now (``git grep`` in the background), read by
+    ``result``.
+
+    One ``git grep -o`` per chunk of files looks for every name at once: it prints each match
+    after the file's name, so a file holds a name when the name is printed for it. A match can
+    hide only a name that overlaps it (one inside the other, or the end of one the start of the
+    other), and only in a file where that match is printed: so for a name that overlaps another,
+    those files are searched again for it alone. A name with a colon (which would make a printed
+    line ambiguous) is searched for alone from the start. File names are read as git prints them
+    (quoted where ``core.quotePath`` says), as a search a name (``git grep -l``) prints them."""
 
     def __init__(self, root: Path, files: Sequence[str], names: Sequence[str]) -> None:
         from gitpilot.gitrun import start_git
 
+        self.root = root
         self.names = list(names)
-        self.procs: list[tuple[str, Any]] = []
+        self.files = set(files)
+        self.procs: list[tuple[str | None, Any]] = []  # (the name of a -l search, or None for -o)
+        self.together = [n for n in self.names if ":" not in n]
         if not self.names or not files:
             return
-        for name in self.names:
-            for chunk in _chunks(files):
-                args = ["grep", "-l", "-I", "-F", "--no-color", "-e", name, "--", *chunk]
-                self.procs.append((name, start_git(args, root, env={"GIT_LITERAL_PATHSPECS": "1"})))
+        pats = [a for n in self.together for a in ("-e", n)]
+        for chunk in _chunks(files):
+            if pats:
+                self.procs.append((None, start_git(["grep", "-o", *_GREP, *pats, "--", *chunk], root, env=_ENV)))
+            for name in self.names:
+                if ":" in name:
+                    self.procs.append((name, start_git(["grep", "-l", *_GREP, "-e", name, "--", *chunk], root,
+                                                      env=_ENV)))
 
     def result(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {n: [] for n in self.names}
+        out: dict[str, set[str]] = {n: set() for n in self.names}
+        # "path:name" lines: no name here has a colon, so only the name printed ends the line
+        ends = [(b":" + n.encode("utf-8", "surrogateescape"), n) for n in self.together]
         for name, proc in self.procs:
             data, _ = proc.communicate()
-            out[name].extend(p.decode("utf-8", "surrogateescape") for p in data.split(b"\n") if p)
-        return {n: sorted(set(v)) for n, v in out.items()}
+            if name is not None:
+                out[name].update(_lines(data))
+                continue
+            for line in data.split(b"\n"):
+                for end, n in ends:
+                    if line.endswith(end):
+                        out[n].add(line[: -len(end)].decode("utf-8", "surrogateescape"))
+                        break
+        for name, partners in sorted(overlaps(self.together).items()):
+            maybe = sorted(set().union(*(out[b] for b in partners)) - out[name])
+            if maybe:
+                out[name].update(self._again(name, maybe))
+        return {n: sorted(v) for n, v in out.items()}
+
+    def _again(self, name: str, printed: Sequence[str]) -> list[str]:
+        """The files among ``printed`` (as git printed them) that hold ``name``: ``git grep -l``."""
+        from gitpilot.gitrun import run_git
+
+        paths = [_unquoted(p) for p in printed]
+        if any(p not in self.files for p in paths):  # a name git printed that is not ours: all files
+            paths = sorted(self.files)
+        found: list[str] = []
+        for chunk in _chunks(paths):
+            proc = run_git(["grep", "-l", *_GREP, "-e", name, "--", *chunk], self.root, env=_ENV, check=False)
+            found += _lines(proc.stdout)
+        return found
+
+
+_GREP = ("-I", "-F", "--no-color")
+_ENV = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
+def _lines(data: bytes) -> list[str]:
+    return [p.decode("utf-8", "surrogateescape") for p in data.split(b"\n") if p]
+
+
+def overlaps(names: Sequence[str]) -> dict[str, list[str]]:
+    """For each name that overlaps another (one inside the other, or the end of one the start of
+    the other: ``parse_config`` and ``getFromApi``), the names it overlaps: a match of one can
+    hide the other from ``git grep -o``."""
+    out: dict[str, list[str]] = {}
+    for a in names:
+        for b in names:
+            if a != b and (a in b or b in a or _joins(a, b) or _joins(b, a)):
+                out.setdefault(a, []).append(b)
+    return out
+
+
+def _joins(a: str, b: str) -> bool:
+    """Whether a proper end of ``a`` is a start of ``b``."""
+    return any(a.endswith(b[:k]) for k in range(1, min(len(a), len(b))))
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquoted(printed: str) -> str:
+    """A path as git printed it, C-quoted (``"d\\303\\251/x.py"``) or not, back to the path itself."""
+    if len(printed) < 2 or not (printed.startswith('"') and printed.endswith('"')):
+        return printed
+    body, out, i = printed[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            digits = body[i + 1 : i + 4]
+            if len(digits) == 3 and all(d in "01234567" for d in digits):
+                out.append(int(digits, 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_ESCAPES.get(nxt, ord(nxt)))
+            i += 2
+            continue
+        out += c.encode("utf-8", "surrogateescape")
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
 
 
 def _chunks(files: Sequence[str]) -> list[list[str]]:
