@@ -23,11 +23,14 @@ import os
 import re
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitpilot.gitenv import find_git
-from gitpilot.optimizer import learn, loop, statefile
+from gitpilot.optimizer import loop, statefile
 from gitpilot.optimizer.events import PROMPT, SESSION_END, SESSION_START, STOP, TOOL, Event, claude_hook_event
+
+if TYPE_CHECKING:  # the learner is imported where learning is on (off by default)
+    from gitpilot.optimizer import learn
 
 #: Functions ("module:function") whose text joins the SessionStart context. Each is called as
 #: ``function(root, common_dir, toml_doc) -> str`` and imported only at SessionStart.
@@ -193,6 +196,8 @@ def _apply(state: dict[str, Any], event: Event, settings: loop.Settings, root: s
         return None
     outcome = loop.observe(state, event, settings, root) if settings.loop_detection else loop.Outcome()
     if settings.learn:
+        from gitpilot.optimizer import learn
+
         changes = learn.observe(state.setdefault("learn", {}), event)
         if changes:
             update_learned(common, changes, event.session)
@@ -216,6 +221,8 @@ def _record_turn(common: str, session: str, summary: dict[str, Any] | None) -> N
 
 def update_learned(common: str, changes: list[learn.Change], session: str) -> bool:
     """Apply learner changes to ``learned.json`` (read first without the lock: most calls change nothing)."""
+    from gitpilot.optimizer import learn
+
     path = learned_path(common)
     current = statefile.read_json(path)
     probe = current if isinstance(current, dict) else learn.empty_store()
@@ -234,6 +241,8 @@ def learned_context(root: str, common: str, doc: dict[str, Any]) -> str:
     """SessionStart text for confirmed learned facts (only with ``[optimizer] learn = true``)."""
     if not settings_from(doc).learn:
         return ""
+    from gitpilot.optimizer import learn
+
     store = statefile.read_json(learned_path(common))
     return learn.startup_context(store) if isinstance(store, dict) else ""
 
