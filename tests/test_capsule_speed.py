@@ -142,57 +142,89 @@ def _dense_signals(docs, weights, ids, conventions, area, area_files):  # type: 
     return out, (heading_bags, body_bags, sec_bags, head_bags)
 
 
-def test_signals_from_postings_are_the_defined_signals_exactly() -> None:
+def _docs(files: dict[str, str]) -> list:  # type: ignore[type-arg]
     from gitpilot.context import frontmatter
-    from gitpilot.context.conventions import convention_priors
     from gitpilot.context.doctypes import kind_of
-    from gitpilot.context.features import Doc, _Matches, signals
+    from gitpilot.context.features import Doc
     from gitpilot.context.markdown import parse, split_lines
-    from gitpilot.context.query import query_weights
-    from gitpilot.context.select import Ranking
     from gitpilot.context.terms import DocTerms, compute
-    from gitpilot.context.text import identifiers
 
     docs = []
-    for path, text in sorted(DOCS.items()):
+    for path, text in sorted(files.items()):
         lines = split_lines(text)
         smap = parse(text, None, lines)
         terms = DocTerms.from_bytes(compute(smap, lines).to_bytes())  # as read back from the cache
         assert terms is not None
         docs.append(Doc(path, smap, lines, rule=path == "CONTRIBUTING.md", kind=kind_of(path, False),
                         front=frontmatter.parse(lines), terms=terms))
+    return docs
+
+
+def test_signals_from_postings_are_the_defined_signals_exactly() -> None:
+    docs = _docs(DOCS)
     for task in (
         "The MiniMax video url expires: download the video with `getFromApi`, keep `baseURL` and "
         "task.content.url working, and add tests",
         "Providers: video providers need a guide",
         "nothing matches zzz",
     ):
-        weights, ids = query_weights(task), identifiers(task)
-        priors, _ = convention_priors(docs, task)
-        got = signals(docs, weights, ids, priors, {"docs/providers": 0.5}, ["docs/providers/minimax.md"])
-        want, bags = _dense_signals(docs, weights, ids, priors, {"docs/providers": 0.5},
-                                    ["docs/providers/minimax.md"])
-        assert [(g.values, g.sections) for g in got] == want
-        # the counts in the same order too: a float sum in another order may round otherwise
-        heading_bags, body_bags, sec_bags, head_bags = bags
-        k = 0
-        for d, doc in enumerate(docs):
-            assert doc.terms is not None
-            m = _Matches(doc, doc.terms, weights)
-            assert list(m.heads.items()) == list(heading_bags[d].items())
-            assert list(m.body.items()) == list(body_bags[d].items())
-            for pos in range(len(doc.smap.sections)):
-                assert list(m.bags.get(pos, {}).items()) == list(sec_bags[k].items())
-                assert list(m.paths.get(pos, {}).items()) == list(head_bags[k].items())
-                k += 1
-        ranking = Ranking(docs, task, {})
-        from gitpilot.context import weights as W
+        _same_as_defined(docs, task)
 
-        assert ranking.sec_scores == [[W.section_score(r) for r in secs] for _v, secs in want]
-        if task.startswith("The MiniMax"):  # the case exercises every kind of section signal
-            rows = [r for _v, secs in want for r in secs]
-            for key in ("s_bm25", "s_head", "s_ids", "c_testing"):
-                assert any(r[key] > 0 for r in rows), key
+
+def test_signals_from_postings_on_many_generated_documents() -> None:
+    import random
+
+    rng = random.Random(12)
+    words = ("video provider model stream download url token cache retry error test guide option "
+             "setting request response client server parser config schema build release").split()
+    files = {}
+    for n in range(25):
+        out = []
+        if rng.random() < 0.3:
+            out.append(f"---\ntitle: {' '.join(rng.sample(words, 2))}\n---\n")
+        for _ in range(rng.randint(1, 14)):
+            level = rng.randint(1, 4)
+            out.append("#" * level + " " + " ".join(rng.sample(words, rng.randint(1, 3))) + "\n\n")
+            out.append(" ".join(rng.choice(words) for _ in range(rng.randint(0, 40))) + "\n\n")
+        files[f"docs/{rng.choice(words)}/page{n}.md"] = "".join(out)
+    docs = _docs(files)
+    for _ in range(8):
+        _same_as_defined(docs, " ".join(rng.sample(words, rng.randint(2, 9))) + " `cache_token`")
+
+
+def _same_as_defined(docs: list, task: str) -> None:  # type: ignore[type-arg]
+    from gitpilot.context import weights as W
+    from gitpilot.context.conventions import convention_priors
+    from gitpilot.context.features import _Matches, signals
+    from gitpilot.context.query import query_weights
+    from gitpilot.context.select import Ranking
+    from gitpilot.context.text import identifiers
+
+    weights, ids = query_weights(task), identifiers(task)
+    priors, _ = convention_priors(docs, task)
+    got = signals(docs, weights, ids, priors, {"docs/providers": 0.5}, ["docs/providers/minimax.md"])
+    want, bags = _dense_signals(docs, weights, ids, priors, {"docs/providers": 0.5},
+                                ["docs/providers/minimax.md"])
+    assert [(g.values, g.sections) for g in got] == want
+    # the counts in the same order too: a float sum in another order may round otherwise
+    heading_bags, body_bags, sec_bags, head_bags = bags
+    k = 0
+    for d, doc in enumerate(docs):
+        assert doc.terms is not None
+        m = _Matches(doc, doc.terms, weights)
+        assert list(m.heads.items()) == list(heading_bags[d].items())
+        assert list(m.body.items()) == list(body_bags[d].items())
+        got_bags = m.bags()
+        for pos in range(len(doc.smap.sections)):
+            assert list(got_bags.get(pos, {}).items()) == list(sec_bags[k].items())
+            assert list(m.paths.get(pos, {}).items()) == list(head_bags[k].items())
+            k += 1
+    ranking = Ranking(docs, task, {})
+    assert ranking.sec_scores == [[W.section_score(r) for r in secs] for _v, secs in want]
+    if task.startswith("The MiniMax"):  # the case exercises every kind of section signal
+        rows = [r for _v, secs in want for r in secs]
+        for key in ("s_bm25", "s_head", "s_ids", "c_testing"):
+            assert any(r[key] > 0 for r in rows), key
 
 
 # --- the names of a task, searched for in one git grep -------------------------------------------
@@ -229,3 +261,38 @@ def test_one_search_for_every_name_finds_what_a_search_a_name_finds(tmp_path: Pa
     assert area.Search(root, code, names).result() == want
     (root / "src" / "only_barbaz.py").write_text("x = parse_config\n")  # the working tree is searched
     assert area.Search(root, code, names).result() == one_by_one() != want
+
+
+# --- identifiers found by their lower-case text, checked by their pattern -----------------------
+
+
+def test_identifier_lines_are_the_lines_the_pattern_matches() -> None:
+    from bisect import bisect_right
+
+    from gitpilot.context.features import Doc, _id_lines
+    from gitpilot.context.markdown import parse, split_lines
+    from gitpilot.context.text import identifiers
+
+    texts = [
+        "# Url\n\nThe URL and the url; not urls or curl.\r\nA baseURL, BASEURL, rebaseURL.\n",
+        "task.content.url here\rand TASK.CONTENT.URL there, not task.content.urls\n",
+        "a.a.a.a and x a.a\n\nMiniMax minimax MINIMAX_ok\n",
+        "Ünïcode café: the url and getFromApi() — GETFROMAPI too\n",
+        "ſhort: the Kelvin \u212a\nand maſk\n\u0130d here\nurl, id\n",  # the folding characters
+        "no newline at the end: url",
+    ]
+    task = ("Fix the `url`, `baseURL`, `task.content.url`, `a.a`, `MiniMax`, `getFromApi()`, `mask`, "
+            "`id` and `cafe` handling (Phase 2)")
+    ids = identifiers(task)
+    rx = [i.regex() for i in ids]
+    for text in texts:
+        lines = split_lines(text)
+        doc = Doc("docs/x.md", parse(text, None, lines), lines)
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+        # as defined: a document whose lower-case text lacks the name's is not searched
+        want = [sorted({bisect_right(starts, m.start()) for m in p.finditer(text)})
+                if i.text.lower() in text.lower() else [] for i, p in zip(ids, rx, strict=True)]
+        assert _id_lines(doc, ids, rx) == want, text
+    assert any(_id_lines(Doc("d.md", parse(t, None, split_lines(t)), split_lines(t)), ids, rx)[0] for t in texts)

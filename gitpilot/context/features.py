@@ -35,7 +35,7 @@ from gitpilot.context.doctypes import KINDS
 from gitpilot.context.frontmatter import NONE, FrontMatter
 from gitpilot.context.markdown import SectionMap
 from gitpilot.context.terms import DocTerms
-from gitpilot.context.text import Identifier, tokens
+from gitpilot.context.text import Identifier, literal, tokens
 
 K1 = 1.2
 B = 0.75
@@ -149,15 +149,16 @@ class _Matches:
 
     ``heads``: the query terms of its titles and front matter, with counts, in the order a walk
     over its titles (then its front matter) meets them; ``body``: those and its sections' counts
-    of the query terms; ``bags``: for each section that holds a query term in its own text or in
-    its heading path, those counts (own text first, sorted; then the heading path's in the order
-    the path meets them); ``paths``: the heading-path counts alone; ``heading_len``: the tokens
-    of its titles and (twice) of its front matter.
+    of the query terms; ``in_text``: the query terms of its sections' text, sorted; ``paths``: for
+    each section under a title that holds a query term, its heading path's counts of them, in the
+    order the path meets them; ``heading_len``: the tokens of its titles and (twice) of its front
+    matter. ``bags`` gives each section's counts as the section score sums them.
     """
 
-    __slots__ = ("heads", "body", "bags", "paths", "heading_len")
+    __slots__ = ("dt", "heads", "body", "in_text", "paths", "heading_len")
 
     def __init__(self, doc: Doc, dt: DocTerms, weights: Mapping[str, float]) -> None:
+        self.dt = dt
         front = tokens(doc.front.text)
         self.heading_len = dt.heads_total + 2 * len(front)
         titles = dt.title_postings
@@ -172,24 +173,81 @@ class _Matches:
         self.heads = heads
         body = dict(heads)
         postings = dt.postings
-        in_text = sorted(t for t in weights if t in postings)
-        own: dict[int, list[tuple[str, int]]] = {}
-        for t in sorted(in_text, key=lambda t: (postings[t][0], t)):
+        self.in_text = sorted(t for t in weights if t in postings)
+        for t in sorted(self.in_text, key=lambda t: (postings[t][0], t)):
             post = postings[t]
             body[t] = body.get(t, 0) + sum(post[1::2])
-        for t in in_text:
-            post = postings[t]
-            for i in range(0, len(post), 2):
-                own.setdefault(post[i], []).append((t, post[i + 1]))
         self.body = body
         self.paths = _heading_paths(doc.smap, dt, in_titles, weights) if in_titles else {}
-        bags: dict[int, dict[str, int]] = {}
-        for pos in sorted(own.keys() | self.paths.keys()):
-            bag = dict(own.get(pos, ()))
-            for t, n in self.paths.get(pos, {}).items():
+
+    def section_df(self) -> dict[str, int]:
+        """For each query term, how many of the document's sections hold it in their own text or
+        their heading path."""
+        postings = self.dt.postings
+        out = {t: len(postings[t]) // 2 for t in self.in_text}
+        if self.paths:
+            own = {t: set(postings[t][0::2]) for t in self.in_text}
+            for pos, path in self.paths.items():
+                for t in path:
+                    if pos not in own.get(t, ()):
+                        out[t] = out.get(t, 0) + 1
+        return out
+
+    def bags(self) -> dict[int, dict[str, int]]:
+        """Each section's counts of the query terms: its own text's, sorted, then its heading
+        path's (added to its own count of a term, else after, in the path's order)."""
+        own: dict[int, dict[str, int]] = {}
+        for t in self.in_text:
+            post = self.dt.postings[t]
+            for i in range(0, len(post), 2):
+                own.setdefault(post[i], {})[t] = post[i + 1]
+        for pos, path in self.paths.items():
+            bag = own.setdefault(pos, {})
+            for t, n in path.items():
                 bag[t] = bag.get(t, 0) + n
-            bags[pos] = bag
-        self.bags = bags
+        return {pos: own[pos] for pos in sorted(own)}
+
+    def section_scores(self, model: _Bm25) -> dict[int, float]:
+        """``model``'s score of every section's ``bags`` entry, summed term by term over the
+        postings: each section's terms come in the order its bag holds them."""
+        dt, paths = self.dt, self.paths
+        lengths, plens, avg, b = dt.lengths, dt.plens, model.avg, model.b
+        norms: dict[int, float] = {}
+        acc: dict[int, float] = {}
+        k1p = K1 + 1
+        for t in self.in_text:
+            w = model.weights.get(t)
+            post = dt.postings[t]
+            if not w:
+                for i in range(0, len(post), 2):
+                    acc.setdefault(post[i], 0.0)
+                continue
+            wi = w * model.idf[t]
+            for i in range(0, len(post), 2):
+                pos, f = post[i], post[i + 1]
+                if paths:
+                    path = paths.get(pos)
+                    if path:
+                        f += path.get(t, 0)
+                norm = norms.get(pos)
+                if norm is None:
+                    norm = norms[pos] = K1 * (1 - b + b * (lengths[pos] + plens[pos]) / avg)
+                acc[pos] = acc.get(pos, 0.0) + wi * f * k1p / (f + norm)
+        own: dict[str, set[int]] = {}  # the sections whose own text holds a term of a heading path
+        for pos in sorted(paths):
+            total = acc.get(pos, 0.0)
+            norm = K1 * (1 - b + b * (lengths[pos] + plens[pos]) / avg)
+            for t, f in paths[pos].items():
+                held = own.get(t)
+                if held is None:
+                    held = own[t] = set(dt.postings[t][0::2]) if t in dt.postings else set()
+                if pos in held:
+                    continue  # counted with the section's own text
+                w = model.weights.get(t)
+                if w and f:
+                    total += w * model.idf[t] * f * k1p / (f + norm)
+            acc[pos] = total
+        return acc
 
 
 def _heading_paths(
@@ -246,9 +304,8 @@ def signals(
             df_head[t] += 1
         for t in m.body:
             df_body[t] += 1
-        for sbag in m.bags.values():
-            for t in sbag:
-                df_sec[t] += 1
+        for t, n in m.section_df().items():
+            df_sec[t] += n
         for path in m.paths.values():
             for t in path:
                 df_shead[t] += 1
@@ -286,12 +343,13 @@ def signals(
         named = [pos for pos, (name, prior) in enumerate(conv) if prior != 0 and name in CONVENTIONS]
         rows: dict[int, dict[str, float]] = {}
         count = len(doc.smap.sections)
-        for pos in sorted(m.bags.keys() | id_secs.keys() | set(named)):
+        bm25 = m.section_scores(m_sec)
+        for pos in sorted(bm25.keys() | id_secs.keys() | set(named)):
             if pos >= count:
                 continue
-            bag, hpath = m.bags.get(pos), m.paths.get(pos)
+            hpath = m.paths.get(pos)
             row = {
-                "s_bm25": m_sec.score(bag, dt.lengths[pos] + dt.plens[pos]) if bag else 0.0,
+                "s_bm25": bm25.get(pos, 0.0),
                 "s_head": m_shead.score(hpath, dt.plens[pos]) if hpath else 0.0,
                 "s_ids": id_secs.get(pos, 0) / len(ids) if ids else 0.0,
             }
@@ -322,15 +380,42 @@ def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]
     low = text.lower()
     out: list[list[int]] = []
     starts: list[int] | None = None
+    plain = text.isascii() or (len(low) == len(text) and not any(c in text for c in _FOLDS))
     for i, pattern in zip(ids, rx, strict=True):
-        if i.text.lower() not in low:
+        lit = i.text.lower()
+        if lit not in low:
             out.append([])
             continue
-        hits = [m.start() for m in pattern.finditer(text)]
-        if hits and starts is None:
+        if starts is None:
             starts = [0, *accumulate(map(len, doc.lines))]
-        out.append(sorted({bisect_right(starts, h) for h in hits}) if hits and starts is not None else [])
+        if plain and _literal_name(i):
+            out.append(_literal_lines(text, low, lit, pattern, starts))
+            continue
+        hits = [m.start() for m in pattern.finditer(text)]
+        out.append(sorted({bisect_right(starts, h) for h in hits}))
     return out
+
+
+# The characters that Python's case-insensitive matching takes for ASCII letters ("ſ" for "s",
+# the Kelvin sign for "k", dotted and dotless i): a text without them matches an ASCII name
+# case-insensitively exactly where its lower-case form holds the name's.
+_FOLDS = "\u0130\u0131\u017f\u212a"
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e")
+
+
+def _literal_name(i: Identifier) -> bool:
+    """An identifier whose pattern is its ASCII text as a whole name, with no line break in it."""
+    return i.text.isascii() and i.pattern == literal(i.text) and _LINE_BREAKS.isdisjoint(i.text)
+
+
+def _literal_lines(text: str, low: str, lit: str, pattern: re.Pattern[str], starts: Sequence[int]) -> list[int]:
+    """The lines where ``pattern`` (``lit`` as a whole name, case-insensitively) matches: the
+    lines where the lower-case text holds ``lit``, each checked by the pattern itself. (A pattern
+    that starts with a look-behind is tried at every character of the text; the lower-case text is
+    searched for ``lit`` much faster. ``text`` and ``low`` have the same length, and the name holds
+    no line break, so a match and the place found for it are on the same line.)"""
+    found = sorted({bisect_right(starts, m.start()) for m in re.finditer(re.escape(lit), low)})
+    return [n for n in found if pattern.search(text, starts[n - 1], starts[n]) is not None]
 
 
 def _id_sections(smap: SectionMap, found: Sequence[Sequence[int]]) -> dict[int, int]:

@@ -220,7 +220,7 @@ FILE_EXTENSIONS = frozenset(
 _COMMON_EXT_WORDS = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a"})
 
 
-def _literal(text: str) -> str:
+def literal(text: str) -> str:
     """A pattern for ``text`` as a whole name: not part of a longer identifier."""
     head = r"(?<![\w])" if re.match(r"\w", text) else ""
     tail = r"(?![\w])" if re.search(r"\w$", text) else ""
@@ -239,7 +239,7 @@ def identifiers(task: str) -> list[Identifier]:
         text = text.strip()
         if len(text) < 2 or text.lower() in found or text.lower() in _PLACEHOLDER_NAMES:
             return
-        found[text.lower()] = Identifier(kind, text, pattern or _literal(text))
+        found[text.lower()] = Identifier(kind, text, pattern or literal(text))
 
     plain = _URL.sub(" ", task)
     for m in _BACKTICK.finditer(plain):
