@@ -296,3 +296,83 @@ def test_identifier_lines_are_the_lines_the_pattern_matches() -> None:
                 if i.text.lower() in text.lower() else [] for i, p in zip(ids, rx, strict=True)]
         assert _id_lines(doc, ids, rx) == want, text
     assert any(_id_lines(Doc("d.md", parse(t, None, split_lines(t)), split_lines(t)), ids, rx)[0] for t in texts)
+
+
+# --- reading and resolving sources without walking every path through os.path.realpath ----------
+
+
+def _long_way(root: Path, path: str) -> tuple[str | None, str]:
+    """``sources.read_text`` as first written: resolve, check inside, stat, read."""
+    from gitpilot.context import sources
+
+    if not sources.inside(root, path):
+        return None, "outside"
+    full = root / path
+    try:
+        if os.stat(full).st_size > sources.MAX_FILE_BYTES:
+            return None, "too-large"
+        data = full.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None, "missing"
+    try:
+        return data.decode("utf-8"), "ok"
+    except UnicodeDecodeError:
+        return None, "not-utf8"
+
+
+def _tree(tmp_path: Path) -> tuple[Path, list[str]]:
+    from gitpilot.context import sources
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Outside\n")
+    root = make_repo(tmp_path / "repo", {"docs/a.md": "# A\n", "docs/deep/b.md": "# B\n", "README.md": "# R\n",
+                                         "~home.md": "# tilde\n"})
+    (root / "docs" / "latin1.md").write_bytes("caf\xe9\n".encode("latin-1"))
+    (root / "docs" / "big.md").write_bytes(b"x" * (sources.MAX_FILE_BYTES + 1))
+    os.symlink("a.md", root / "docs" / "link.md")  # inside
+    os.symlink("../../outside/secret.md", root / "docs" / "away.md")  # outside
+    os.symlink(str(outside), root / "ext")  # a directory outside
+    os.symlink("docs", root / "alias")  # a directory inside
+    paths = ["docs/a.md", "docs/deep/b.md", "README.md", "docs/latin1.md", "docs/big.md", "docs/link.md",
+             "docs/away.md", "ext/secret.md", "alias/a.md", "alias/deep/b.md", "docs", "docs/none.md",
+             "none/x.md", "docs/../README.md", "./README.md", "docs//a.md", "~home.md", "/etc/passwd"]
+    return root, paths
+
+
+def test_reading_a_source_gives_what_the_long_way_gives(tmp_path: Path) -> None:
+    from gitpilot.context import sources
+
+    root, paths = _tree(tmp_path)
+    for path in paths:
+        got = sources.read_text(root, path)
+        assert (got.text, got.status) == _long_way(root, path), path
+    assert sources.read_text(root, "ext/secret.md").status == "outside"
+    assert sources.read_text(root, "alias/a.md").text == "# A\n"
+
+
+def test_one_resolver_resolves_every_path_as_realpath_does(tmp_path: Path) -> None:
+    from gitpilot.context import sources
+
+    root, paths = _tree(tmp_path)
+    res = sources.Resolver(root)
+    for path in paths + ["alias", "ext", "docs/deep"]:
+        assert res.inside(path) == sources.inside(root, path), path
+        assert res.real_path(path) == sources.real_path(root, path), path
+    assert res.real_path("alias/deep/b.md") == "docs/deep/b.md" and res.real_path("ext/secret.md") is None
+
+
+def test_a_file_of_imports_only_is_told_apart_as_before() -> None:
+    import re
+
+    from gitpilot.context.sources import only_imports
+
+    rx = re.compile(r"^[ \t]*@(\S+)[ \t]*$")
+
+    def defined(text: str) -> bool:
+        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("<!--")]
+        return bool(lines) and all(rx.match(ln) for ln in lines)
+
+    for text in ("@AGENTS.md\n", "<!-- x -->\n@a.md\n\n  @b.md  \n", "@a.md\nsee @b.md\n", "# Title\n@a.md\n",
+                 "", "\n\n", "<!-- only -->\n", "mail me@example.com\n", "@a.md\r\n@b.md\r\n", "no at sign\n"):
+        assert only_imports(text) == defined(text), text

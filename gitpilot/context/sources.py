@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -326,6 +327,57 @@ def real_path(root: Path, path: str) -> str | None:
     return os.path.relpath(real, real_root).replace(os.sep, "/")
 
 
+class Resolver:
+    """``inside`` and ``real_path`` for many paths of one root at once, each directory on the way
+    resolved once: a path of plain parts (no empty, ``.`` or ``..`` part) resolves to its
+    directory's real path joined with its name, the name followed where it is a symlink, which is
+    what ``os.path.realpath`` makes of it one part after the other. Other paths take
+    ``os.path.realpath`` itself. Meant for one pass over the sources (the working tree as it is
+    then), not to be kept."""
+
+    def __init__(self, root: Path) -> None:
+        self.real_root = os.path.realpath(root)
+        self._dirs: dict[str, str] = {"": self.real_root}
+
+    def real(self, path: str) -> str:
+        """``os.path.realpath`` of ``path`` joined to the real root."""
+        if not _plain(path):
+            return os.path.realpath(os.path.join(self.real_root, path))
+        directory, _, name = path.rpartition("/")
+        return _follow(self._dir(directory), name)
+
+    def _dir(self, directory: str) -> str:
+        got = self._dirs.get(directory)
+        if got is None:
+            parent, _, name = directory.rpartition("/")
+            got = self._dirs[directory] = _follow(self._dir(parent), name)
+        return got
+
+    def inside(self, path: str) -> bool:
+        if path.startswith("/") or path.startswith("~"):
+            return False
+        real = self.real(path)
+        return real == self.real_root or real.startswith(self.real_root + os.sep)
+
+    def real_path(self, path: str) -> str | None:
+        real = self.real(path)
+        if not real.startswith(self.real_root + os.sep):
+            return None
+        if self.real_root == os.sep:
+            return os.path.relpath(real, self.real_root).replace(os.sep, "/")
+        return real[len(self.real_root) + 1 :].replace(os.sep, "/")
+
+
+def _plain(path: str) -> bool:
+    return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..") for p in path.split("/"))
+
+
+def _follow(real_dir: str, name: str) -> str:
+    """``real_dir`` (a real path) joined with ``name``, resolved when ``name`` is a symlink."""
+    full = os.path.join(real_dir, name)
+    return os.path.realpath(full) if os.path.islink(full) else full
+
+
 def normalize(base_dir: str, target: str) -> str | None:
     """A repository-relative path for ``target`` seen from ``base_dir``; None when it leaves the repo."""
     if target.startswith(("/", "~")):
@@ -388,9 +440,10 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
 def settle(root: Path, inv: Inventory, sources: dict[str, Source], cred: object) -> None:
     """Status and blob id of each source: credential and outside files untouched, ignored ones unread."""
     assert callable(cred)
-    inv.check_dirty(p for p in sources if not cred(p) and not cred(real_path(root, p) or p))
+    res = Resolver(root)
+    inv.check_dirty(p for p in sources if not cred(p) and not cred(res.real_path(p) or p))
     for src in sources.values():
-        _set_status(root, inv, src, cred)
+        _set_status(root, inv, src, cred, res)
     resolve_ignored(root, sources)
     for path, src in sources.items():
         if src.status == "untracked":
@@ -399,8 +452,9 @@ def settle(root: Path, inv: Inventory, sources: dict[str, Source], cred: object)
                 src.status = "missing"
 
 
-def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
+def _set_status(root: Path, inv: Inventory, src: Source, cred: object, res: Resolver | None = None) -> None:
     assert callable(cred)
+    res = res or Resolver(root)
     path = src.path
     if cred(path):  # before anything asks git about it (git may open a file it is asked about)
         src.status = "credential"
@@ -409,9 +463,9 @@ def _set_status(root: Path, inv: Inventory, src: Source, cred: object) -> None:
     # A clean regular index entry lies inside the working tree (git never tracks files behind a
     # symlinked directory); anything else is resolved on disk.
     trusted = ent is not None and ent.mode in ("100644", "100755") and not inv.is_dirty(path)
-    if not trusted and (normalize("", path) != path or not inside(root, path)):
+    if not trusted and (normalize("", path) != path or not res.inside(path)):
         src.status = "outside"
-    elif not trusted and cred(real := real_path(root, path) or path):
+    elif not trusted and cred(real := res.real_path(path) or path):
         # The name rule holds for what a link leads to: `docs/env.md -> ../.env` is `.env`.
         src.status = "credential"
         src.note = f"a symlink to {real}"
@@ -479,6 +533,14 @@ class Loaded:
 
 def read_text(root: Path, path: str) -> Loaded:
     """The exact UTF-8 text of a working-tree file inside the repository (never follows links out)."""
+    data = _read_plain(root, path)
+    if data is not None:
+        if isinstance(data, int):
+            return Loaded(None, "too-large")
+        try:
+            return Loaded(data.decode("utf-8"), "ok")
+        except UnicodeDecodeError:
+            return Loaded(None, "not-utf8")
     if not inside(root, path):
         return Loaded(None, "outside")
     full = root / path
@@ -493,6 +555,51 @@ def read_text(root: Path, path: str) -> Loaded:
         return Loaded(data.decode("utf-8"), "ok")
     except UnicodeDecodeError:
         return Loaded(None, "not-utf8")
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _read_plain(root: Path, path: str) -> bytes | int | None:
+    """The bytes of a regular file reached from ``root`` through real directories only (each
+    directory opened without following a symlink, the file too), so it lies inside the repository
+    as ``inside`` would find; its size when that is over ``MAX_FILE_BYTES``; None for anything
+    else (a symlink on the way, a missing file, a path with ``.`` or ``..`` parts), which
+    ``read_text`` then resolves the long way. The file itself is opened by its full path, as
+    every other read names it."""
+    if not _plain(path) or path.startswith("~"):
+        return None
+    parts = path.split("/")
+    if len(parts) > 1:
+        try:
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            for part in parts[:-1]:
+                sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = sub
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+    try:
+        file_fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(file_fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > MAX_FILE_BYTES:
+            return st.st_size
+        with os.fdopen(file_fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError:
+        return None
+    finally:
+        os.close(file_fd)
 
 
 def imports_of(text: str) -> list[str]:
@@ -517,8 +624,17 @@ def imports_of(text: str) -> list[str]:
 
 def only_imports(text: str) -> bool:
     """True when every non-blank line is an ``@import`` (the file just points elsewhere)."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("<!--")]
-    return bool(lines) and all(_IMPORT.match(ln) for ln in lines)
+    if "@" not in text:
+        return False  # (most files: no line of them can be an import)
+    seen = False
+    for ln in text.splitlines():
+        bare = ln.strip()
+        if not bare or bare.startswith("<!--"):
+            continue
+        if not _IMPORT.match(ln):
+            return False  # the first line that is not one decides
+        seen = True
+    return seen
 
 
 def link_target(root: Path, path: str) -> str | None:
