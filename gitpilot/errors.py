@@ -16,5 +16,9 @@ class UsageError(PilotError):
 
 
 class RecordLost(PilotError):
-    """A check result could not be recorded for a reason the user must see (a stale ref lock, a
+    """A record could not be written for a reason the user must see (a stale ref lock, a
     signature that could not be made): the check command exits 1 even when every check passed."""
+
+
+class StaleLock(RecordLost):
+    """A ref's lock file outlived the git that made it: nothing can update that ref until it goes."""

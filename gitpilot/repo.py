@@ -9,6 +9,7 @@ pygit2 is imported lazily for object-level work: building trees and commits, dif
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import time
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from gitpilot.errors import PilotError
+from gitpilot.errors import PilotError, RecordLost, StaleLock
 from gitpilot.gitrun import first_line, run_git
 
 TYPE_CHECKING = False
@@ -26,6 +27,9 @@ if TYPE_CHECKING:  # typing and pygit2 cost import time on hot paths
     import pygit2
 
 ZERO_OID = "0" * 40
+# git holds a ref's lock for milliseconds; one this old was left by a git that was killed.
+STALE_LOCK_SECONDS = 5.0
+CAS_ATTEMPTS = 200
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _DELTA_NAMES = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied",
                 "T": "typechange"}
@@ -275,6 +279,42 @@ class Repo:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``; False if it lost."""
         proc = self.git_proc("update-ref", "-m", message, ref, new, old or ZERO_OID)
         return proc.returncode == 0
+
+    def update_ref_retrying(self, ref: str, build: Callable[[str | None], str | None], message: str) -> str | None:
+        """Move ``ref`` to ``build(old)`` by compare-and-swap, building again whenever another writer won.
+
+        ``build`` gets the ref's value (None: no ref yet) and returns the new one, or None to leave
+        the ref as it is. A writer that lost the race re-reads the ref and calls ``build`` again
+        (after a jittered backoff), so no concurrent update is lost. Returns the value the ref
+        holds now. A lock left by a killed git raises ``StaleLock`` at once (nothing could win);
+        ``CAS_ATTEMPTS`` lost races raise ``RecordLost``.
+        """
+        for attempt in range(CAS_ATTEMPTS):
+            old = self.rev_parse(ref)
+            new = build(old)
+            if new is None:
+                return old
+            if self.update_ref(ref, new, old, message):
+                return new
+            stale = self.stale_ref_lock(ref)
+            if stale is not None:
+                lock, age = stale
+                raise StaleLock(f"{ref} is locked by {lock}, {age:.0f} s old: a git process that was "
+                                f"killed leaves one behind; if no git is running here, remove it (rm '{lock}')")
+            time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
+        raise RecordLost(f"could not update {ref}: too many concurrent writers, try again")
+
+    def stale_ref_lock(self, ref: str, min_age: float = STALE_LOCK_SECONDS) -> tuple[Path, float] | None:
+        """The lock file that keeps ``ref`` from being updated, with its age, when it is older than ``min_age``."""
+        now = time.time()
+        for lock in (self.common_dir / f"{ref}.lock", self.common_dir / "packed-refs.lock"):
+            try:
+                age = now - lock.stat().st_mtime
+            except OSError:
+                continue
+            if age >= min_age:
+                return lock, age
+        return None
 
     def worktree_tree_id(self) -> str:
         """Tree id of tracked plus untracked-not-ignored files as the working tree holds them.

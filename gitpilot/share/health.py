@@ -12,9 +12,8 @@ from pathlib import Path
 
 from gitpilot.doctor import Finding
 from gitpilot.errors import PilotError
-from gitpilot.repo import Repo
+from gitpilot.repo import STALE_LOCK_SECONDS, Repo
 from gitpilot.share.trust import Settings, Trust, load_trust, read_settings
-from gitpilot.store.notes import STALE_LOCK_SECONDS
 
 _OURS = "refs/notes/pilot/"
 

@@ -3,29 +3,24 @@
 libgit2 writes notes flat, which makes large notes trees slow; we build the trees ourselves
 as ``ab/cdef...`` (git's own layout) and read flat and deeper layouts too, so notes written
 by ``git notes`` or arriving from another clone are understood. Every write is one commit
-whose parent is the ref's old value, landed with ``git update-ref <new> <old>``; a writer
-that loses the race re-reads and reapplies its change, so no concurrent record is lost.
+whose parent is the ref's old value, landed by ``Repo.update_ref_retrying`` (``git update-ref
+<new> <old>``); a writer that loses the race re-reads and reapplies its change, so no
+concurrent record is lost.
 Reads use one ``git cat-file --batch`` process and never import pygit2.
 """
 
 from __future__ import annotations
 
-import random
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
 
-from gitpilot.errors import PilotError, RecordLost
+from gitpilot.errors import PilotError
 from gitpilot.repo import Repo, TreeEntry
 
 _HEX40 = re.compile(rb"^[0-9a-f]{40}$")
 _HEX2 = re.compile(rb"^[0-9a-f]{2}$")
 _BLOB = 0o100644
 _TREE = 0o040000
-_ATTEMPTS = 200
-# git holds a ref's lock for milliseconds; one this old was left by a git that was killed.
-STALE_LOCK_SECONDS = 5.0
 
 Mutation = Callable[[bytes | None], bytes | None]
 
@@ -94,23 +89,8 @@ class NotesStore:
 
     def update(self, mutations: Mapping[str, Mutation], message: str) -> None:
         """Apply mutations (old body or None -> new body or None to delete) in one commit, CAS."""
-        if not mutations:
-            return
-        for attempt in range(_ATTEMPTS):
-            old = self.repo.rev_parse(self.ref)
-            new_commit = self._build(old, mutations, message)
-            if new_commit is None:
-                return
-            if self.repo.update_ref(self.ref, new_commit, old, message):
-                return
-            # Lost the race (or the ref was locked): re-read and reapply, with jittered backoff.
-            stale = stale_lock(self.repo, self.ref)
-            if stale is not None:
-                lock, age = stale
-                raise StaleLock(f"{self.ref} is locked by {lock}, {age:.0f} s old: a git process that was "
-                                f"killed leaves one behind; if no git is running here, remove it (rm '{lock}')")
-            time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
-        raise RecordLost(f"could not update {self.ref}: too many concurrent writers, try again")
+        if mutations:
+            self.repo.update_ref_retrying(self.ref, lambda old: self._build(old, mutations, message), message)
 
     def merge_union(
         self, from_ref: str, message: str, line_filter: Callable[[bytes], bytes | None] | None = None
@@ -210,23 +190,6 @@ class NotesStore:
                 if modes is not None and e.mode != _BLOB:
                     modes[name.decode()] = e.mode
         return result
-
-
-class StaleLock(RecordLost):
-    """A ref's lock file outlived the git that made it: nothing can update that ref until it goes."""
-
-
-def stale_lock(repo: Repo, ref: str, min_age: float = STALE_LOCK_SECONDS) -> tuple[Path, float] | None:
-    """The lock file that keeps ``ref`` from being updated, with its age, when it is older than ``min_age``."""
-    now = time.time()
-    for lock in (repo.common_dir / f"{ref}.lock", repo.common_dir / "packed-refs.lock"):
-        try:
-            age = now - lock.stat().st_mtime
-        except OSError:
-            continue
-        if age >= min_age:
-            return lock, age
-    return None
 
 
 def _union_with(add: bytes) -> Mutation:

@@ -6,9 +6,7 @@ won), so a record's history is kept and two writers never lose each other's file
 
 from __future__ import annotations
 
-import random
 import re
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -80,8 +78,8 @@ class TaskStore:
     ) -> str:
         """Apply ``change`` to the current files in a new commit (CAS, retried on a lost race)."""
         ref = self.ref(tid)
-        for attempt in range(100):
-            old = self.repo.rev_parse(ref)
+
+        def build(old: str | None) -> str | None:
             if old is not None and self.repo.commit_tree_of(old) is None:
                 raise PilotError(f"{ref} does not point at a commit; nothing was written "
                                  f"(inspect it with git cat-file -t {ref}, remove it with git update-ref -d {ref})")
@@ -90,12 +88,12 @@ class TaskStore:
             entries = [TreeEntry(k.encode(), _BLOB, self.repo.create_blob(v)) for k, v in sorted(new_files.items())]
             tree = self.repo.write_tree(entries)
             if old is not None and self.repo.commit_tree_of(old) == tree:
-                return old
-            commit = self.repo.commit_tree(tree, [old] if old else [], message)
-            if self.repo.update_ref(ref, commit, old, message):
-                return commit
-            time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
-        raise PilotError(f"could not update {ref}: too many concurrent writers, try again")
+                return None  # nothing changed: the record stays as it is
+            return self.repo.commit_tree(tree, [old] if old else [], message)
+
+        tip = self.repo.update_ref_retrying(ref, build, message)
+        assert tip is not None  # build made a commit, or kept an existing one
+        return tip
 
 
 # -- forgetting tasks ------------------------------------------------------------------------
