@@ -59,6 +59,23 @@ class TreeEntry:
         return f"TreeEntry({self.name!r}, {self.mode:o}, {self.oid})"
 
 
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class IndexEntry(NamedTuple):
+        path: str
+        mode: str
+        oid: str
+        stage: str
+else:  # a namedtuple costs less to import than typing, and less per entry than a class
+    from collections import namedtuple
+
+    IndexEntry = namedtuple("IndexEntry", "path mode oid stage")
+    IndexEntry.__doc__ = """One entry of the index: path (exact; bytes that are not UTF-8 as surrogate
+    escapes), mode and object id as git prints them (``100644``, hex), stage (``0``, or ``1``-``3``
+    in a conflict)."""
+
+
 class FileChange:
     """One changed file of a tree diff (renames detected). ``lines``: (``+``/``-``, line number,
     text) of changed lines, bounded in bytes per file; ``added``/``deleted`` always count all."""
@@ -235,25 +252,66 @@ class Repo:
         out = self.git("ls-files", "-z", "--", *pathspec)
         return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
-    def index_blob_ids(self) -> dict[str, str]:
-        """Path -> blob id of every stage-0 index entry (``git ls-files -s``)."""
+    def index_entries(self) -> list[IndexEntry]:
+        """Every entry of the index (``git ls-files -s``), in git's order, conflict stages and
+        submodules included. Paths are exact: bytes that are not UTF-8 stay surrogate escapes."""
         out = self.git("ls-files", "-s", "-z")
-        result: dict[str, str] = {}
+        entries: list[IndexEntry] = []
+        add = entries.append
         for rec in out.split(b"\0"):
-            if not rec:
-                continue
-            meta, _, path = rec.partition(b"\t")
-            mode, oid, stage = meta.split(b" ")
-            if stage == b"0" and mode != b"160000":
-                result[path.decode("utf-8", "surrogateescape")] = oid.decode()
-        return result
+            if rec:
+                meta, _, path = rec.partition(b"\t")
+                mode, oid, stage = meta.decode().split(" ")
+                add(IndexEntry(path.decode("utf-8", "surrogateescape"), mode, oid, stage))
+        return entries
+
+    def worktree_changed(self, paths: Sequence[str]) -> set[str]:
+        """Which of the tracked ``paths`` differ from the index (``git diff-files``, literal paths).
+
+        git opens exactly the files named here (to re-check those whose stat data it cannot
+        trust), so a caller names only files it may read.
+        """
+        changed: set[str] = set()
+        for i in range(0, len(paths), 2000):
+            out = self.git("--literal-pathspecs", "diff-files", "--name-only", "-z", "--", *paths[i:i + 2000])
+            changed.update(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
+        return changed
+
+    def ignored(self, paths: Iterable[str]) -> set[str]:
+        """Which of the untracked ``paths`` git ignores (``git check-ignore``; no file is opened)."""
+        names = b"".join(os.fsencode(p) + b"\0" for p in paths)
+        if not names:
+            return set()
+        out = self.git_proc("check-ignore", "-z", "--stdin", input=names).stdout
+        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+    def ignored_files(self, pathspecs: Sequence[str]) -> list[str]:
+        """The ignored untracked files that match ``pathspecs``, sorted (names only: git reads no contents)."""
+        proc = self.git_proc("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *pathspecs)
+        return sorted(p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p)
+
+    def attributes(self, paths: Sequence[str], names: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(path, attribute, value) for each of ``paths`` and attribute ``names`` (``git check-attr``);
+        value is ``set``, ``unset``, ``unspecified`` or the attribute's text."""
+        if not paths:
+            return []
+        data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+        fields = self.git_proc("check-attr", "-z", "--stdin", *names, input=data).stdout.split(b"\0")
+        return [(fields[i].decode("utf-8", "surrogateescape"), fields[i + 1].decode("utf-8", "surrogateescape"),
+                 fields[i + 2].decode("utf-8", "surrogateescape")) for i in range(0, len(fields) - 2, 3)]
+
+    def recent_changes(self, commits: int) -> list[str] | None:
+        """The paths each of the last ``commits`` commits of HEAD changed, one item per change
+        (renames not followed); None when HEAD has no history."""
+        proc = self.git_proc("-c", "core.quotepath=off", "log", f"-n{commits}", "--no-renames", "--format=",
+                             "--name-only", "-z", "HEAD", "--")
+        if proc.returncode != 0:
+            return None
+        return [p for p in proc.stdout.decode("utf-8", "surrogateescape").replace("\n", "\0").split("\0") if p]
 
     def read_blob(self, oid: str) -> bytes | None:
         proc = self.git_proc("cat-file", "blob", oid)
         return proc.stdout if proc.returncode == 0 else None
-
-    def write_blob(self, data: bytes) -> str:
-        return self.git("hash-object", "-w", "--stdin", input=data).decode().strip()
 
     def cat_file_batch(self, specs: Sequence[str]) -> list[bytes | None]:
         """Contents of each object named by ``specs`` (``rev:path`` forms allowed); None if missing."""
@@ -399,10 +457,6 @@ class Repo:
                     os.unlink(leftover)
                 except FileNotFoundError:
                     pass
-
-    def status_clean(self) -> bool:
-        """True when nothing tracked is modified and nothing untracked is unignored."""
-        return not self.git("status", "--porcelain", "-z", "--untracked-files=normal").strip()
 
     # -- pygit2: object-level work -------------------------------------------------
     def pygit2_repo(self) -> pygit2.Repository:

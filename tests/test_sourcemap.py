@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from gitpilot.context import sourcemap
+from gitpilot.repo import Repo
 from tests.conftest import REPO_ROOT, git, make_repo, pilot_env, run_pilot
 
 
@@ -161,7 +162,7 @@ def test_same_tree_gives_the_same_bytes_anywhere(tmp_path: Path) -> None:
     a = smap(repo, env={"PYTHONHASHSEED": "1"})
     b = smap(clone, env={"PYTHONHASHSEED": "2"})
     assert a == b
-    built = sourcemap.build(repo, 6000, git(repo, "rev-parse", "HEAD^{tree}").strip())
+    built = sourcemap.build(Repo.discover(repo), 6000, git(repo, "rev-parse", "HEAD^{tree}").strip())
     assert built.text == a
 
 

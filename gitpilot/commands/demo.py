@@ -13,7 +13,7 @@ import click
 
 from gitpilot import output
 from gitpilot.errors import PilotError
-from gitpilot.gitrun import clean_env
+from gitpilot.gitrun import clean_env, run_git
 
 # (title, argv after "git pilot", command registered in cli.COMMANDS that it needs, the exit
 # code the step shows when it works: the first check fails on purpose, to show a failure excerpt)
@@ -47,10 +47,8 @@ def _fixture_dir() -> Path:
 
 
 def _git(args: list[str], cwd: Path) -> None:
-    env = clean_env({"GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.com",
-                     "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.com"})
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    run_git(args, cwd, env={"GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.com",
+                            "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.com"})
 
 
 def build(dest: Path) -> Path:

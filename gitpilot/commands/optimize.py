@@ -125,7 +125,7 @@ def run_enable(agent: str = "claude") -> int:
     module = _target(agent)
     repo = _repo()
     loop_detection, learn = _settings(repo.root)  # before the edit: a broken config changes nothing
-    added = agent_hooks.enable(module.TARGET, repo.root, repo.common_dir)
+    added = agent_hooks.enable(module.TARGET, repo)
     rel = module.SETTINGS.as_posix()
     if added:
         out(f"added git pilot hooks to {rel}: {', '.join(added)}")
@@ -145,7 +145,7 @@ def run_disable(agent: str = "claude") -> int:
 
     module = _target(agent)
     repo = _repo()
-    removed = agent_hooks.disable(module.TARGET, repo.root, repo.common_dir)
+    removed = agent_hooks.disable(module.TARGET, repo)
     rel = module.SETTINGS.as_posix()
     if removed:
         out(f"removed git pilot hooks from {rel}: {', '.join(removed)}")

@@ -164,7 +164,6 @@ def prepare(repo: Repo, task_text: str, state: Any, *, use_cache: bool = True) -
 def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -> CapsuleResult:
     from gitpilot.context.select import Ranking
 
-    root: Path = state.root
     opts: sources.Options = state.options
     got = prepare(repo, task_text, state, use_cache=use_cache)
     srcs, files, skipped, shown, withheld = got.srcs, got.files, got.skipped, got.shown, got.withheld
@@ -189,7 +188,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
             if sec.withheld:
                 withhold(d.path, d.smap, d.lines, sec, withheld)
     withheld.sort(key=lambda w: (w.path, w.start))
-    ignored = sources.ignored_context_files(root, opts)
+    ignored = sources.ignored_context_files(repo, opts)
     for name in ignored:
         if not any(n == name for n, _ in skipped):
             skipped.append((name, "ignored by git: not read"))

@@ -41,7 +41,6 @@ from __future__ import annotations
 import heapq
 import os
 import re
-import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,10 +49,10 @@ from typing import TYPE_CHECKING, Any
 
 from gitpilot.errors import PilotError
 from gitpilot.fileio import atomic_write
-from gitpilot.gitrun import run_git
 
 if TYPE_CHECKING:  # imported where a map is built: a cache hit never compiles its regexes
     from gitpilot.context import decls
+    from gitpilot.repo import Repo
 
 NOTES_REF = "refs/notes/pilot/sourcemap"
 FORMAT = "v2"  # v2: credential-shaped names withheld, unprintable names left out (v1 notes are rebuilt)
@@ -163,49 +162,25 @@ def printable(path: str) -> bool:
     return _CONTROL.search(path) is None
 
 
-def _ls_files(root: Path) -> list[tuple[str, str]]:
-    """(mode, path) of each stage-0 index entry."""
-    out = run_git(["ls-files", "-s", "-z"], root).stdout
-    entries: list[tuple[str, str]] = []
-    for rec in out.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, raw = rec.partition(b"\t")
-        fields = meta.split(b" ")
-        if len(fields) == 3 and fields[2] == b"0":
-            entries.append((fields[0].decode(), raw.decode("utf-8", "surrogateescape")))
-    return entries
-
-
-def _attributes(root: Path, paths: Sequence[str]) -> dict[str, str]:
+def _attributes(repo: Repo, paths: Sequence[str]) -> dict[str, str]:
     """Paths marked ``linguist-generated`` or ``linguist-vendored`` in .gitattributes."""
     marked: dict[str, str] = {}
-    if not paths:
-        return marked
-    proc = run_git(
-        ["check-attr", "-z", "--stdin", "linguist-generated", "linguist-vendored"],
-        root,
-        input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0",
-        check=False,
-    )
-    fields = proc.stdout.split(b"\0")
-    for i in range(0, len(fields) - 2, 3):
-        path, attr, value = fields[i], fields[i + 1], fields[i + 2]
-        if value in (b"set", b"true"):
-            marked[path.decode("utf-8", "surrogateescape")] = (
-                "generated" if attr == b"linguist-generated" else "vendored"
-            )
+    for path, attr, value in repo.attributes(paths, ("linguist-generated", "linguist-vendored")):
+        if value in ("set", "true"):
+            marked[path] = "generated" if attr == "linguist-generated" else "vendored"
     return marked
 
 
-def mappable(root: Path) -> Mappable:
-    """The mappable source files of the worktree at ``root``, with their heads read."""
+def mappable(repo: Repo) -> Mappable:
+    """The mappable source files of ``repo``'s worktree, with their heads read."""
     from gitpilot.context import decls
 
     inv = Mappable()
     candidates: list[tuple[str, str]] = []
     attributes_file = False
-    for mode, path in _ls_files(root):
+    for path, mode, _oid, stage in repo.index_entries():
+        if stage != "0":
+            continue
         if path.endswith(".gitattributes"):
             attributes_file = True
         lang = decls.language_of(path)
@@ -219,8 +194,8 @@ def mappable(root: Path) -> Mappable:
             inv.excluded[reason] += 1
             continue
         candidates.append((path, lang))
-    marked = _attributes(root, [p for p, _ in candidates]) if attributes_file else {}
-    base = str(root)
+    marked = _attributes(repo, [p for p, _ in candidates]) if attributes_file else {}
+    base = str(repo.workdir)
     for path, lang in candidates:
         if path in marked:
             inv.excluded[marked[path]] += 1
@@ -302,29 +277,12 @@ def count_importers(files: Sequence[SourceFile]) -> None:
         f.importers = len(importers.get(f.module, ()))
 
 
-def count_changes(root: Path, files: Sequence[SourceFile], commits: int = HISTORY_COMMITS) -> None:
+def count_changes(repo: Repo, files: Sequence[SourceFile], commits: int = HISTORY_COMMITS) -> None:
     """Set each file's ``changes``: in how many of the last ``commits`` commits it changed."""
-    proc = run_git(
-        [
-            "-c",
-            "core.quotepath=off",
-            "log",
-            f"-n{commits}",
-            "--no-renames",
-            "--format=",
-            "--name-only",
-            "-z",
-            "HEAD",
-            "--",
-        ],
-        root,
-        check=False,
-    )
-    if proc.returncode != 0:
+    changed = repo.recent_changes(commits)
+    if changed is None:
         return
-    counts = Counter(
-        p for p in proc.stdout.decode("utf-8", "surrogateescape").replace("\n", "\0").split("\0") if p
-    )
+    counts = Counter(changed)
     for f in files:
         f.changes = counts.get(f.path, 0)
 
@@ -467,15 +425,16 @@ class Built:
     total: int
 
 
-def build(root: Path, budget: int, tree: str | None) -> Built:
-    """Build the map of the worktree at ``root`` (``tree``: its tree id when clean, for the header)."""
+def build(repo: Repo, budget: int, tree: str | None) -> Built:
+    """Build the map of ``repo``'s worktree (``tree``: its tree id when clean, for the header)."""
     from gitpilot.context import decls
 
     if budget < MIN_BUDGET:
         raise PilotError(f"a source map budget must be at least {MIN_BUDGET} characters (got {budget})")
-    inv = mappable(root)
+    root = repo.workdir
+    inv = mappable(repo)
     count_importers(inv.files)
-    count_changes(root, inv.files)
+    count_changes(repo, inv.files)
     where = f"tree {tree[:12]}" if tree else "working tree with uncommitted changes"
     ranking = (
         f"# Ranked by: +8 per doubling of files importing it, +4 per doubling of its commits among "
@@ -607,18 +566,11 @@ class Probe:
 def probe(cwd: Path) -> Probe:
     """Two rounds of git: ``rev-parse`` and ``notes show`` at once, then ``status`` (tracked files
     only, credential files left out)."""
-    from gitpilot.gitrun import clean_env
-
-    env = clean_env()
-
-    def start(*args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            ["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-        )
+    from gitpilot.gitrun import run_git, start_git
 
     procs = [
-        start("rev-parse", "--show-toplevel", "--absolute-git-dir", "HEAD^{tree}"),
-        start("notes", f"--ref={NOTES_REF}", "show", "HEAD^{tree}"),
+        start_git(["rev-parse", "--show-toplevel", "--absolute-git-dir", "HEAD^{tree}"], cwd),
+        start_git(["notes", f"--ref={NOTES_REF}", "show", "HEAD^{tree}"], cwd),
     ]
     (where, w_rc), (note, n_rc) = [(p.communicate()[0], p.returncode) for p in procs]
     lines = where.decode("utf-8", "surrogateescape").splitlines()
@@ -630,10 +582,9 @@ def probe(cwd: Path) -> Probe:
     # to leave the credential files out, and not to write the index (--no-optional-locks), since
     # writing it re-reads every racily clean file whatever the pathspec.
     excludes = [f":(top,exclude,literal){p}" for p in credential_paths(root, Path(lines[1]))]
-    status = subprocess.run(
-        ["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=no",
-         "--ignore-submodules=all", *(["--", ":(top)", *excludes] if excludes else [])],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    status = run_git(["--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=no",
+                      "--ignore-submodules=all", *(["--", ":(top)", *excludes] if excludes else [])],
+                     root, check=False)
     tree = lines[2].strip() if status.returncode == 0 and not status.stdout.strip() else None
     text = None
     if n_rc == 0 and tree is not None:
@@ -659,6 +610,7 @@ def credential_paths(root: Path, git_dir: Path) -> list[str]:
             return [p.decode("utf-8", "surrogateescape") for p in rest.split(b"\0") if p]
     except OSError:
         pass
+    from gitpilot.gitrun import run_git
     from gitpilot.redact import is_credential_filename
 
     listing = run_git(["ls-files", "-z"], root).stdout.decode("utf-8", "surrogateescape")
@@ -714,13 +666,12 @@ def _shaped(lines: list[str], shown: int) -> bool:
     return files == shown
 
 
-def store(root: Path, tree: str, text: str) -> None:
+def store(repo: Repo, tree: str, text: str) -> None:
     """Store ``text`` as the note of ``tree`` (batched CAS write through the notes store)."""
-    from gitpilot.repo import Repo
     from gitpilot.store.notes import NotesStore
 
     try:
-        NotesStore(Repo.discover(root), NOTES_REF).put({tree: text.encode("utf-8")}, "git pilot: source map")
+        NotesStore(repo, NOTES_REF).put({tree: text.encode("utf-8")}, "git pilot: source map")
     except (PilotError, OSError):
         pass  # the note is a cache: a read-only or busy repository still gets its map
 
@@ -749,9 +700,12 @@ def source_map(cwd: Path, budget: int | None = None) -> SourceMap:
     if found.tree is not None and _usable(found.note, found.tree, want):
         assert found.note is not None
         return SourceMap(found.note, want, found.tree, True)
-    built = build(found.root, want, found.tree)
+    from gitpilot.repo import Repo
+
+    repo = Repo.discover(found.root)
+    built = build(repo, want, found.tree)
     if found.tree is not None and want == configured:
-        store(found.root, found.tree, built.text)
+        store(repo, found.tree, built.text)
     return SourceMap(built.text, want, found.tree, False, built)
 
 

@@ -27,8 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gitpilot.gitrun import run_git
+if TYPE_CHECKING:
+    from gitpilot.repo import IndexEntry, Repo
 
 MAX_FILE_BYTES = 1_000_000
 MEMORY_FILES = ("CLAUDE.md", ".claude/CLAUDE.md")
@@ -58,15 +60,6 @@ _LANGS = frozenset(
 _LANG_SUFFIX = re.compile(r"[._-]([a-z]{2}(?:[-_][a-z]{2,4})?)$")
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One stage-0 index entry."""
-
-    path: str
-    mode: str
-    blob: str
-
-
 @dataclass
 class Inventory:
     """The index (``git ls-files -s``) and which entries differ from the working tree.
@@ -76,12 +69,16 @@ class Inventory:
     of a fresh clone), and it must never be made to open a credential file for us.
     """
 
-    root: Path
-    entries: dict[str, Entry]
+    repo: Repo
+    entries: dict[str, IndexEntry]
     conflicted: frozenset[str]
     _dirty: set[str] = field(default_factory=set)
     _checked: set[str] = field(default_factory=set)
     _hashed: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.repo.workdir
 
     @property
     def dirty(self) -> frozenset[str]:
@@ -94,10 +91,7 @@ class Inventory:
         if not todo:
             return
         self._checked.update(todo)
-        for i in range(0, len(todo), 2000):
-            diff = run_git(["--literal-pathspecs", "diff-files", "--name-only", "-z", "--", *todo[i:i + 2000]],
-                           self.root).stdout
-            self._dirty.update(p.decode("utf-8", "surrogateescape") for p in diff.split(b"\0") if p)
+        self._dirty.update(self.repo.worktree_changed(todo))
 
     def is_dirty(self, path: str) -> bool:
         self.check_dirty((path,))
@@ -107,7 +101,7 @@ class Inventory:
         """The blob id of the working-tree content (None when the file is gone)."""
         ent = self.entries.get(path)
         if ent is not None and not self.is_dirty(path):
-            return ent.blob
+            return ent.oid
         if path not in self._hashed:
             self._hashed[path] = hash_file(self.root, path)
         return self._hashed[path]
@@ -198,25 +192,22 @@ def hash_file(root: Path, path: str) -> str | None:
         return None
 
 
-def inventory(root: Path) -> Inventory:
+def inventory(repo: Repo) -> Inventory:
     """Index entries, from one cheap git call; no file is read (``check_dirty`` asks the rest)."""
-    out = run_git(["ls-files", "-s", "-z"], root).stdout
-    entries: dict[str, Entry] = {}
+    entries: dict[str, IndexEntry] = {}
     conflicted: set[str] = set()
-    for rec in out.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, raw = rec.partition(b"\t")
-        mode, oid, stage = meta.split(b" ")
-        try:
-            path = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue  # a name that is not UTF-8 cannot be quoted in a UTF-8 capsule: not a source
-        if stage != b"0":
+    for ent in repo.index_entries():
+        path = ent.path
+        if not path.isascii():
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:  # surrogate escapes: bytes that are not UTF-8
+                continue  # a name that is not UTF-8 cannot be quoted in a UTF-8 capsule: not a source
+        if ent.stage != "0":
             conflicted.add(path)
-        if mode != b"160000":
-            entries[path] = Entry(path, mode.decode(), oid.decode())
-    return Inventory(root, entries, frozenset(conflicted))
+        if ent.mode != "160000":
+            entries[path] = ent
+    return Inventory(repo, entries, frozenset(conflicted))
 
 
 # --- path rules -------------------------------------------------------------------------------
@@ -444,7 +435,7 @@ def settle(root: Path, inv: Inventory, sources: dict[str, Source], cred: object)
     inv.check_dirty(p for p in sources if not cred(p) and not cred(res.real_path(p) or p))
     for src in sources.values():
         _set_status(root, inv, src, cred, res)
-    resolve_ignored(root, sources)
+    resolve_ignored(inv.repo, sources)
     for path, src in sources.items():
         if src.status == "untracked":
             src.blob = inv.blob(path) or ""
@@ -482,32 +473,21 @@ def _set_status(root: Path, inv: Inventory, src: Source, cred: object, res: Reso
         src.status = "missing"
 
 
-def resolve_ignored(root: Path, sources: dict[str, Source]) -> None:
+def resolve_ignored(repo: Repo, sources: dict[str, Source]) -> None:
     """Untracked sources that git ignores become ``ignored`` (named, never read)."""
     untracked = [p for p, s in sources.items() if s.status == "untracked"]
     if not untracked:
         return
-    proc = run_git(
-        ["check-ignore", "-z", "--stdin"],
-        root,
-        input=b"\0".join(os.fsencode(p) for p in untracked) + b"\0",
-        check=False,
-    )
-    for raw in proc.stdout.split(b"\0"):
-        path = raw.decode("utf-8", "surrogateescape")
+    for path in repo.ignored(untracked):
         if path in sources:
             sources[path].status = "ignored"
             sources[path].blob = ""
 
 
-def ignored_context_files(root: Path, opts: Options, limit: int = 50) -> list[str]:
+def ignored_context_files(repo: Repo, opts: Options, limit: int = 50) -> list[str]:
     """Ignored files that would otherwise be context files (names only; git reads no contents)."""
     specs = [p if "/" in p else f":(glob)**/{p}" for p in opts.files]
-    proc = run_git(
-        ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs], root, check=False
-    )
-    names = sorted(p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p)
-    return [n for n in names if not _tool_output(n)][:limit]
+    return [n for n in repo.ignored_files(specs) if not _tool_output(n)][:limit]
 
 
 def _tool_output(path: str) -> bool:

@@ -88,7 +88,7 @@ def prepare(repo: Repo, task_text: str, agent: str | None = None) -> State:
     index_sig = signature(repo.git_dir / "index")  # before reading the index: a later change misses
     cfg = config_mod.load(root)
     opts = options_from(cfg, agent)
-    inv = sources.inventory(root)
+    inv = sources.inventory(repo)
     srcs = sources.plan(root, inv, opts, is_credential=is_credential_filename)
     config_rel, config_blob, config_bytes = "", "", 0
     if cfg.path is not None:

@@ -36,13 +36,15 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitpilot.errors import PilotError
 from gitpilot.fileio import atomic_write
-from gitpilot.gitrun import run_git
 from gitpilot.optimizer import statefile
 from gitpilot.optimizer.receipts import APPLIED, UNDONE, Receipts, read_bytes, sha256
+
+if TYPE_CHECKING:
+    from gitpilot.repo import Repo
 
 HOOK_TIMEOUT_SECONDS = 10
 RECEIPTS = "hook-receipts"
@@ -96,14 +98,14 @@ def settings_path(target: Target, root: Path) -> Path:
     return root / target.settings
 
 
-def _guard(target: Target, root: Path, path: Path) -> None:
+def _guard(target: Target, repo: Repo, path: Path) -> None:
+    root = repo.workdir
     rel = path.relative_to(root).as_posix()
     for candidate in (path.parent, path):
         if candidate.is_symlink():
             raise PilotError(f"{candidate.relative_to(root).as_posix()} is a symlink; git pilot will not "
                              f"edit through it (point {target.reader} at a real file, or add the hooks by hand)")
-    tracked = run_git(["ls-files", "--", rel], root).stdout.strip()
-    if tracked:
+    if repo.ls_files(rel):
         raise PilotError(f"{rel} is tracked by git; git pilot only edits an untracked, personal settings "
                          f"file (git rm --cached {rel} first, or add the hooks by hand)")
 
@@ -207,10 +209,11 @@ def _groups(doc: JsonFile, hooks: dict[str, Any], event: str) -> list[dict[str, 
     return groups
 
 
-def enable(target: Target, root: Path, common: Path, command: str | None = None) -> list[str]:
+def enable(target: Target, repo: Repo, command: str | None = None) -> list[str]:
     """Add git pilot's hooks; the events it added (empty when all were already there)."""
-    path = settings_path(target, root)
-    _guard(target, root, path)
+    common = repo.common_dir
+    path = settings_path(target, repo.workdir)
+    _guard(target, repo, path)
     command = command or hook_command(target.agent)
     with statefile.locked(_manifest_path(target, common)):
         original = read_bytes(path) if path.is_file() else None
@@ -241,7 +244,7 @@ def enable(target: Target, root: Path, common: Path, command: str | None = None)
         manifest[key] = entry
         doc.save()
         if not entry.get("excluded"):
-            entry["excluded"] = _exclude(target, root, common)
+            entry["excluded"] = _exclude(target, repo)
         statefile.write_json(_manifest_path(target, common), manifest, indent=2, fsync=True)
     return [a["event"] for a in added]
 
@@ -278,12 +281,12 @@ def _exclude_block(target: Target) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _exclude(target: Target, root: Path, common: Path) -> bool:
+def _exclude(target: Target, repo: Repo) -> bool:
     """Keep the personal settings file out of commits (``info/exclude``) unless already ignored."""
     rel = target.settings.as_posix()
-    if run_git(["check-ignore", "-q", "--", rel], root, check=False).returncode == 0:
+    if repo.ignored([rel]):
         return False
-    path = common / "info" / "exclude"
+    path = repo.common_dir / "info" / "exclude"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = path.read_bytes() if path.exists() else b""  # bytes: patterns need not be UTF-8
     if data and not data.endswith(b"\n"):
@@ -302,12 +305,13 @@ def _unexclude(target: Target, common: Path) -> None:
         atomic_write(path, data.replace(block, b"", 1), fsync=True)
 
 
-def disable(target: Target, root: Path, common: Path) -> list[str]:
+def disable(target: Target, repo: Repo) -> list[str]:
     """Remove what ``enable`` added; the events it removed hooks from."""
-    path = settings_path(target, root)
+    common = repo.common_dir
+    path = settings_path(target, repo.workdir)
     if not path.exists() and not path.is_symlink():
         return []
-    _guard(target, root, path)
+    _guard(target, repo, path)
     with statefile.locked(_manifest_path(target, common)):
         manifest = _read_manifest(target, common)
         entry = _entry(manifest, str(path)) or {"created_file": False, "created_hooks": False, "added": []}

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.errors import PilotError
-from gitpilot.gitrun import run_git
 from gitpilot.optimizer import prune_json
 from gitpilot.optimizer.prune_claude import PROTECTED_CLAUDE_TOOLS, claude_servers, claude_tools
 from gitpilot.optimizer.prune_codex import (
@@ -87,13 +86,15 @@ def receipts_of(root: Path) -> Receipts:
 
 def check_target(root: Path, file: Path) -> None:
     """Refuse a target that git tracks or that is (or sits under) a symlink."""
+    from gitpilot.repo import Repo
+
     inside = file.relative_to(root)
     walk = root
     for part in inside.parts:
         walk = walk / part
         if walk.is_symlink():
             raise PilotError(f"{rel(walk, root)} is a symlink; git pilot does not edit through symlinks")
-    if run_git(["ls-files", "--", str(inside)], root).stdout.strip():
+    if Repo.discover(root).ls_files(str(inside)):
         raise PilotError(
             f"{inside} is tracked by git; a personal setting does not belong in a shared file "
             "(untrack it or make the change by hand)"

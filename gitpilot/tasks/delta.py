@@ -20,7 +20,10 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitpilot.repo import Repo
 
 SESSION_MANIFEST_FORMAT = 1
 # Statuses whose files are never opened (credentials, ignored, outside, unreadable).
@@ -181,8 +184,8 @@ def _section_changes(old: Sequence[Section], new: Sequence[Section]) -> list[tup
     return changes
 
 
-def compute(old: Mapping[str, Any], new: Mapping[str, Any], manifest: Mapping[str, Any], root: Path) -> Delta:
-    """The changes between the session's record ``old`` and the current record ``new``.
+def compute(old: Mapping[str, Any], new: Mapping[str, Any], manifest: Mapping[str, Any], repo: Repo) -> Delta:
+    """The changes between the session's record ``old`` and the current record ``new`` in ``repo``.
 
     ``manifest`` is the current capsule manifest (which sections are mandatory or relevant).
     """
@@ -194,11 +197,11 @@ def compute(old: Mapping[str, Any], new: Mapping[str, Any], manifest: Mapping[st
         o, n = old_src.get(path), new_src.get(path)
         if o is not None and n is not None and (_kind(o), o["blob"]) == (_kind(n), n["blob"]):
             continue  # same text (committing a file changes its status, not what it says)
-        change = _source_change(path, o, n, given.get(path, []), root)
+        change = _source_change(path, o, n, given.get(path, []), repo)
         if change.kind == "modified" and not change.sections and not change.note:
             continue  # a new blob with no section of different text (line endings at the end, say)
         changes.append(change)
-    cfg = _config_change(old.get("config") or {}, new.get("config") or {}, root)
+    cfg = _config_change(old.get("config") or {}, new.get("config") or {}, repo.workdir)
     if cfg is not None:
         changes.insert(0, cfg)
     return Delta(changes)
@@ -210,7 +213,8 @@ def _kind(entry: Mapping[str, Any]) -> str:
 
 
 def _source_change(path: str, o: Mapping[str, Any] | None, n: Mapping[str, Any] | None,
-                   given: Sequence[tuple[int, int]], root: Path) -> SourceChange:
+                   given: Sequence[tuple[int, int]], repo: Repo) -> SourceChange:
+    root = repo.workdir
     if n is None or n["status"] in ("missing",):
         assert o is not None
         old_secs = _sections_of(o) or []
@@ -232,7 +236,7 @@ def _source_change(path: str, o: Mapping[str, Any] | None, n: Mapping[str, Any] 
     if new_secs is None:
         # Not in the session's context: say which sections changed (line ranges only).
         text = _read_checked(root, path, n["blob"])
-        old_text = _read_blob(root, str((o or {}).get("blob") or ""))
+        old_text = _read_blob(repo, str((o or {}).get("blob") or ""))
         if text is None or (o is not None and old_text is None):
             return SourceChange(path, kind, (o or {}).get("blob", ""), n["blob"], n["status"], roles,
                                 note="not part of your context: open it only if you need it")
@@ -274,17 +278,13 @@ def _withheld_not_removed(pairs: list[tuple[str, Section]], withheld: list[Secti
     return out
 
 
-def _read_blob(root: Path, blob: str) -> str | None:
+def _read_blob(repo: Repo, blob: str) -> str | None:
     """An old version's text from the object database (None when git does not have it)."""
-    from gitpilot.gitrun import run_git
-
-    if not blob:
-        return None
-    proc = run_git(["cat-file", "blob", blob], root, check=False)
-    if proc.returncode != 0:
+    data = repo.read_blob(blob) if blob else None
+    if data is None:
         return None
     try:
-        return proc.stdout.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
 

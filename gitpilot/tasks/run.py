@@ -633,7 +633,7 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
 
     cap = build_capsule(ctx.repo, ctx.text)
     given = delta.session_manifest(ctx.repo.workdir, cap.manifest)
-    changed = delta.compute(given_before, given, cap.manifest, ctx.repo.workdir)
+    changed = delta.compute(given_before, given, cap.manifest, ctx.repo)
     assert cap.path is not None
     planner = bool(ctx.cfg.get("planner.enabled"))
     # What a fresh start would send instead: the capsule and its launch prompt.
