@@ -92,7 +92,8 @@ def _fast_path(argv: list[str]) -> int | None:
 
         return fast(argv[1:])
     if argv[:1] == ["check"] and set(argv[1:]) <= {"--json", "--explain", "--bail"}:
-        from gitpilot.checks.engine import CheckOptions, run_checks
+        from gitpilot.checks.engine import CheckOptions
+        from gitpilot.checks.report import run_checks
 
         opts = CheckOptions(json=("--json" in argv), explain=("--explain" in argv), bail=("--bail" in argv))
         from pathlib import Path

@@ -19,7 +19,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,25 +82,6 @@ def append_line(path: Path, line: bytes) -> bool:
     finally:
         os.close(fd)
     return True
-
-
-def record_checks(repo: Repo, outcomes: Sequence[Any]) -> bool:
-    """Quiet checks: the lines printed for the checks that ran vs their full logs (kept on disk).
-
-    Reused passes are left out (they have no log; check-pass reuse is its own saving). The
-    printed bytes are those of the text form (``render``), PASS lines or the failure excerpt.
-    """
-    ran = [o for o in outcomes if getattr(o, "reused", None) is None and getattr(o, "log_path", None)]
-    if not ran:
-        return False
-    from gitpilot.checks.engine import render
-
-    shown = sum(len(line.encode("utf-8")) + 1 for line in render(ran, False))
-    log_bytes = sum(int(getattr(o, "log_size", 0) or 0) for o in ran)
-    excerpt = sum(len(line.encode("utf-8")) + 1 for o in ran for line in getattr(o, "excerpt", ()))
-    failed = sum(1 for o in ran if getattr(o, "result", "") == "fail")
-    return record(repo, "quiet-checks", shown, max(0, log_bytes - excerpt), checks=len(ran),
-                  failed=failed, log_bytes=log_bytes)
 
 
 # -- reading and summarizing -----------------------------------------------------------------
@@ -274,6 +255,6 @@ def bars(mechanisms: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _size(n: int) -> str:
-    from gitpilot.checks.engine import human_size
+    from gitpilot.output import human_size
 
     return human_size(n)

@@ -19,7 +19,7 @@ _DELIVERED = "#c4cad3"
 
 
 def _size(n: int) -> str:
-    from gitpilot.checks.engine import human_size
+    from gitpilot.output import human_size
 
     return human_size(n)
 

@@ -1,4 +1,4 @@
-"""All terminal output: plain lines, colour, and a one-line progress display.
+"""All terminal output: plain lines, colour, a one-line progress display, sizes as people read them.
 
 The only module that imports colorama, and only when colour is really wanted: on a
 terminal and without NO_COLOR. An agent or CI (not a terminal) gets plain quiet lines.
@@ -97,3 +97,15 @@ class Progress:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
             self._shown = False
+
+
+def human_size(n: int) -> str:
+    """A byte count as people read it: ``512 B``, ``1.5 KiB``, ``3.2 MiB``."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}"
+    return f"{n} B"

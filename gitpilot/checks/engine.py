@@ -1,4 +1,5 @@
-"""``git pilot check``: decide per check whether a recorded pass can be reused, run the rest quietly.
+"""Running the checks: decide per check whether a recorded pass can be reused, run the rest
+quietly and record the results. What is shown of them is ``gitpilot/checks/report.py``'s.
 
 Imported on the cache-hit hot path without click or pygit2: a hit costs one tree-id
 computation with stock git and one ``git cat-file --batch`` read of the note.
@@ -6,7 +7,6 @@ computation with stock git and one ``git cat-file --batch`` read of the note.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -15,33 +15,17 @@ from pathlib import Path
 
 from gitpilot import output
 from gitpilot.checks.records import CHECKS_REF, Record, judge, key_hash, new_record, parse_body, this_platform
-from gitpilot.checks.scope import Scope, Snapshot, describe, scope_of, worktree_snapshot
-from gitpilot.config import CheckSpec, Config, load
+from gitpilot.checks.scope import Scope, Snapshot, scope_of, worktree_snapshot
+from gitpilot.config import CheckSpec, Config
 from gitpilot.errors import PilotError, RecordLost
 from gitpilot.repo import Repo
 from gitpilot.store.notes import NotesStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from gitpilot.share.trust import Trust
 
 _TASK_RE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
-# Every credential gitpilot.redact knows has one of these; a command without them is shown as
-# it is, so a cache hit never pays for importing the redaction rules.
-_MAY_HOLD_SECRET = re.compile(r"[A-Za-z0-9]{16}|xox|eyJ|pass|secret|token|key|auth|://", re.IGNORECASE)
-
-
-def shown_command(cmd: str) -> str:
-    """A check's command as output shows it: credentials in it are redacted."""
-    if not _MAY_HOLD_SECRET.search(cmd):
-        return cmd
-    from gitpilot.redact import redact
-
-    return redact(cmd)
-
-
 class CheckOptions:
     """What the command line asked for."""
 
@@ -118,36 +102,6 @@ def select_checks(cfg: Config, opts: CheckOptions) -> list[CheckSpec]:
 
 def reuse_enabled(cfg: Config) -> bool:
     return bool(cfg.get("leanloop.checks.reuse_unchanged_passes")) and bool(cfg.get("leanloop.enabled"))
-
-
-def run_checks(cwd: Path, opts: CheckOptions) -> int:
-    repo = Repo.discover(cwd)
-    cfg = load(repo.workdir, cache=repo.worktree_pilot_dir / "config.cache")
-    for w in cfg.warnings:
-        output.err(f"warning: {w}")
-    checks = select_checks(cfg, opts)
-    if opts.range is not None:
-        from gitpilot.checks.range import run_range
-
-        return run_range(repo, cfg, checks, opts)
-    run = check_worktree(repo, cfg, checks, opts)
-    outcomes = run.outcomes
-    skipped = [c.name for c in run.skipped]
-    if opts.json:
-        data = _as_json(run.first.full, run.final.full, outcomes, opts)
-        data["skipped"] = skipped  # not run: --bail stopped at a failure before them
-        output.out(json.dumps(data, indent=2, sort_keys=True))
-    elif not cfg.get("leanloop.enabled"):
-        _render_plain(outcomes)
-        if skipped:
-            output.out(bail_line(skipped))
-    else:
-        for line in render(outcomes, opts.explain, skipped):
-            output.out(line)
-    if run.lost is not None:
-        output.err(f"git pilot: check results not recorded: {run.lost}")
-        return 1
-    return 1 if any(o.result == "fail" for o in outcomes) else 0
 
 
 class WorktreeRun:
@@ -239,9 +193,6 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
                 output.err(f"warning: check results not recorded: {exc}")
     if run_dir is not None:
         _prune_runs(run_dir.parent, int(cfg.get("leanloop.checks.keep_runs")))
-        from gitpilot.efficiency import record_checks  # quiet-check savings; a cache hit never gets here
-
-        record_checks(repo, outcomes)
     return WorktreeRun(outcomes, first, snap, lost, skipped)
 
 
@@ -279,19 +230,6 @@ def reused_outcomes(repo: Repo, cfg: Config, checks: list[CheckSpec], snap: Snap
         outcomes.append(Outcome(check, "pass", reused=verdict.reusable, flaky=verdict.flaky,
                                 reason=verdict.reason, tree=tree))
     return outcomes
-
-
-def _render_plain(outcomes: list[Outcome]) -> None:
-    """LeanLoop off: the v0.4 behaviour, every check's whole output as it ran, then its verdict."""
-    for o in outcomes:
-        output.out(f"$ {shown_command(o.check.run)}")
-        if o.log_path is not None:
-            from gitpilot.checks.logscan import file_chunks
-
-            for chunk in file_chunks(o.log_path):
-                output.write(chunk)
-        verdict = "passed" if o.result == "pass" else ("timed out" if o.timed_out else f"failed (exit {o.exit_code})")
-        output.out(f"{o.check.name}: {verdict}")
 
 
 def _store(repo: Repo, trust: Trust, recs: dict[str, list[Record]]) -> None:
@@ -352,104 +290,6 @@ def _prune_runs(task_dir: Path, keep: int) -> None:
     runs = sorted(p for p in task_dir.iterdir() if p.is_dir())
     for old in runs[: max(0, len(runs) - max(keep, 1))]:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def human_size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            return f"{value:.1f} {unit}"
-    return f"{n} B"
-
-
-def bail_line(skipped: list[str]) -> str:
-    return f"skipped (--bail): {', '.join(skipped)}"
-
-
-def render(outcomes: list[Outcome], explain: bool, skipped: list[str] | None = None) -> list[str]:
-    """The text output; ``skipped``: the checks --bail did not run, named before the summary."""
-    lines: list[str] = []
-    for o in outcomes:
-        cmd = shown_command(o.check.run)
-        if o.reused is not None:
-            r = o.reused
-            via = f" via {r.remote}" if r.remote else ""
-            lines.append(f"{output.paint('PASS', 'green')} {cmd} (reused: passed {r.time} by {r.email or r.host}{via})")
-        elif o.result == "pass":
-            count = f" · {o.passed_count} passed" if o.passed_count is not None else ""
-            lines.append(f"{output.paint('PASS', 'green')} {cmd} ({o.seconds:.1f}s){count}")
-        else:
-            if o.timed_out:
-                lines.append(f"{output.paint('FAIL', 'red')} {cmd} timed out after {o.minutes:g} min")
-            else:
-                lines.append(f"{output.paint('FAIL', 'red')} {cmd} exit {o.exit_code} ({o.seconds:.1f}s)")
-            lines.append(f"log: {o.log_path} ({human_size(o.log_size)})")
-            lines.append(f"excerpt: {o.excerpt_shown} of {o.excerpt_total} lines")
-            lines.extend(o.excerpt)
-        if o.flaky:
-            lines.append(f"flaky: {o.check.name} both passed and failed on this tree")
-        if o.not_recorded_reason:
-            lines.append(f"{o.not_recorded_reason} ({o.check.name})")
-        if explain:
-            lines.append(f"explain: {o.check.name}: {o.reason}")
-            if o.check.files:
-                lines.append(f"explain: {o.check.name}: scope {describe(o.check)}; keyed by the tree of those files, {o.tree}")
-    passed = sum(1 for o in outcomes if o.result == "pass")
-    failed = [o for o in outcomes if o.result == "fail"]
-    summary = f"checks: {passed} passed, {len(failed)} failed"
-    reused = sum(1 for o in outcomes if o.reused is not None)
-    if reused:
-        summary += f" ({reused} reused)"
-    if skipped:
-        lines.append(bail_line(skipped))
-        summary += f", {len(skipped)} skipped"
-    if failed:
-        summary += f" · full log: git pilot check --log {failed[0].check.name}"
-    lines.append(summary)
-    return lines
-
-
-def outcome_json(o: Outcome) -> dict[str, Any]:
-    """One check's outcome as ``--json`` gives it."""
-    item: dict[str, Any] = {
-        "name": o.check.name,
-        "tree": o.tree,
-        "command": shown_command(o.check.run),
-        "result": o.result,
-        "reused": o.reused is not None,
-        "seconds": round(o.seconds, 3),
-        "exit": o.exit_code,
-        "timed_out": o.timed_out,
-        "flaky": o.flaky,
-        "recorded": o.recorded,
-        "reason": o.reason,
-    }
-    if o.check.files:
-        item["files"] = list(o.check.files)  # "tree" is then the tree of the matching files
-    if o.reused is not None:
-        item["reused_from"] = {"time": o.reused.time, "email": o.reused.email, "host": o.reused.host,
-                               "platform": o.reused.platform, "remote": o.reused.remote}
-    if o.passed_count is not None:
-        item["passed_count"] = o.passed_count
-    if o.result == "fail":
-        item.update({"log": str(o.log_path), "log_bytes": o.log_size, "excerpt": o.excerpt,
-                     "excerpt_lines": o.excerpt_shown, "log_lines": o.excerpt_total})
-    if o.not_recorded_reason:
-        item["not_recorded"] = o.not_recorded_reason
-    return item
-
-
-def _as_json(tree: str, final_tree: str, outcomes: list[Outcome], opts: CheckOptions) -> dict[str, Any]:
-    return {
-        "tree": tree,  # the checked state when the run began
-        "final_tree": final_tree,  # and when it ended (differs when a check changed the working tree)
-        "checks": [outcome_json(o) for o in outcomes],
-        "passed": sum(1 for o in outcomes if o.result == "pass"),
-        "failed": sum(1 for o in outcomes if o.result == "fail"),
-    }
 
 
 def latest_log(repo: Repo, cfg: Config, selector: str) -> Path:

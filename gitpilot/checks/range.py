@@ -1,4 +1,5 @@
-"""``git pilot check --range A..B``: check the tree of each commit of a range, oldest first.
+"""``git pilot check --range A..B``: check the tree of each commit of a range, oldest first
+(what is shown of it is ``gitpilot/checks/report.py``'s).
 
 Each commit's tree is judged from the stored records first, with no checkout at all: a commit
 whose every check already passed on its tree (or on its scoped subtrees) costs a notes read.
@@ -12,21 +13,13 @@ the current configuration's, so a check added today can be run over old commits.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
+from collections.abc import Generator
 from pathlib import Path
 
-from gitpilot import output
-from gitpilot.checks.engine import (
-    CheckOptions,
-    Outcome,
-    check_worktree,
-    outcome_json,
-    reused_outcomes,
-    shown_command,
-)
+from gitpilot.checks.engine import CheckOptions, Outcome, check_worktree, reused_outcomes
 from gitpilot.checks.scope import tree_snapshot
 from gitpilot.config import CheckSpec, Config
 from gitpilot.errors import PilotError, UsageError
@@ -111,95 +104,30 @@ class Scratch:
             self.path = None
 
 
-def run_range(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: CheckOptions) -> int:
-    assert opts.range is not None
-    commits = range_commits(repo, opts.range)
-    done: list[tuple[Commit, list[Outcome]]] = []
-    scratch = Scratch(repo)
-    lost: PilotError | None = None
-    try:
-        for commit in commits:
-            outcomes = None if opts.force else reused_outcomes(repo, cfg, checks, tree_snapshot(repo, commit.tree, checks))
-            if outcomes is None:
-                run = check_worktree(scratch.checkout(commit.sha), cfg, checks, opts)
-                outcomes = run.outcomes
-                lost = lost or run.lost
-            done.append((commit, outcomes))
-            if not opts.json:
-                for line in commit_lines(commit, outcomes):
-                    output.out(line)
-            if opts.bail and any(o.result == "fail" for o in outcomes):
-                break
-    finally:
-        scratch.remove()
-    failed = any(o.result == "fail" for _, outs in done for o in outs)
-    if opts.json:
-        output.out(json.dumps(range_json(opts.range, commits, done), indent=2, sort_keys=True))
-    else:
-        for line in summary_lines(opts.range, commits, done, opts.explain):
-            output.out(line)
-    if lost is not None:
-        output.err(f"git pilot: check results not recorded: {lost}")
-        return 1
-    return 1 if failed else 0
+class RangeRun:
+    """The commits of a range, checked oldest first: iterating yields each commit and its
+    outcomes as soon as it is done, and stops after a failing commit with ``--bail``. The
+    temporary worktree is removed when the iteration ends (or is abandoned)."""
 
+    def __init__(self, repo: Repo, cfg: Config, checks: list[CheckSpec], opts: CheckOptions) -> None:
+        assert opts.range is not None
+        self.repo, self.cfg, self.checks, self.opts = repo, cfg, checks, opts
+        self.commits = range_commits(repo, opts.range)
+        self.lost: PilotError | None = None  # why some results could not be recorded
 
-def _detail(o: Outcome) -> str:
-    if o.reused is not None:
-        return "reused"
-    if o.result == "pass":
-        return f"{o.seconds:.1f}s" + (f" · {o.passed_count} passed" if o.passed_count is not None else "")
-    how = f"timed out after {o.minutes:g} min" if o.timed_out else f"exit {o.exit_code} ({o.seconds:.1f}s)"
-    return f"{how} · log: {o.log_path}"
-
-
-def commit_lines(commit: Commit, outcomes: list[Outcome]) -> list[str]:
-    """One line per check of the commit."""
-    subject = commit.subject if len(commit.subject) <= 50 else commit.subject[:49] + "…"
-    lines = []
-    for o in outcomes:
-        verdict = output.paint("PASS", "green") if o.result == "pass" else output.paint("FAIL", "red")
-        lines.append(f"{verdict} {commit.sha[:12]} {o.check.name}: {_detail(o)}  {subject}")
-        if o.not_recorded_reason:
-            lines.append(f"{o.not_recorded_reason} ({commit.sha[:12]} {o.check.name})")
-    return lines
-
-
-def summary_lines(spec: str, commits: list[Commit], done: list[tuple[Commit, list[Outcome]]],
-                  explain: bool) -> list[str]:
-    if not commits:
-        return [f"range {spec}: no commits"]
-    outs = [o for _, outcomes in done for o in outcomes]
-    passed = sum(1 for o in outs if o.result == "pass")
-    reused = sum(1 for o in outs if o.reused is not None)
-    failing = [(c, o) for c, outcomes in done for o in outcomes if o.result == "fail"]
-    bad_commits = len({c.sha for c, _ in failing})
-    line = (f"range {spec}: {len(done)} of {len(commits)} commits checked, {passed} passed"
-            f"{f' ({reused} reused)' if reused else ''}, {len(failing)} failed")
-    if failing:
-        line += f" on {bad_commits} commit{'s' if bad_commits != 1 else ''}"
-    lines = [line]
-    if len(done) < len(commits):
-        lines.append(f"stopped at the first failing commit (--bail): {len(commits) - len(done)} not checked")
-    if failing:
-        c, o = failing[0]
-        lines.append(f"first failure: {c.sha[:12]} {o.check.name} ({shown_command(o.check.run)}) "
-                     f"· excerpt {o.excerpt_shown} of {o.excerpt_total} lines")
-        lines.extend(o.excerpt)
-    if explain:
-        for c, outcomes in done:
-            lines.extend(f"explain: {c.sha[:12]} {o.check.name}: {o.reason} (tree {o.tree})" for o in outcomes)
-    return lines
-
-
-def range_json(spec: str, commits: list[Commit], done: list[tuple[Commit, list[Outcome]]]) -> dict[str, object]:
-    outs = [o for _, outcomes in done for o in outcomes]
-    return {
-        "range": spec,
-        "commits": [{"commit": c.sha, "tree": c.tree, "subject": c.subject,
-                     "checks": [outcome_json(o) for o in outcomes]} for c, outcomes in done],
-        "commits_in_range": len(commits),
-        "passed": sum(1 for o in outs if o.result == "pass"),
-        "failed": sum(1 for o in outs if o.result == "fail"),
-        "reused": sum(1 for o in outs if o.reused is not None),
-    }
+    def __iter__(self) -> Generator[tuple[Commit, list[Outcome]], None, None]:
+        repo, cfg, checks, opts = self.repo, self.cfg, self.checks, self.opts
+        scratch = Scratch(repo)
+        try:
+            for commit in self.commits:
+                outcomes = None if opts.force else reused_outcomes(repo, cfg, checks,
+                                                                   tree_snapshot(repo, commit.tree, checks))
+                if outcomes is None:
+                    run = check_worktree(scratch.checkout(commit.sha), cfg, checks, opts)
+                    outcomes = run.outcomes
+                    self.lost = self.lost or run.lost
+                yield commit, outcomes
+                if opts.bail and any(o.result == "fail" for o in outcomes):
+                    break
+        finally:
+            scratch.remove()

@@ -23,7 +23,8 @@ import click
 def command(force: bool, only: str | None, bail: bool, log: str | None, raw: bool, tree: bool, range_: str | None,
             as_json: bool, explain: bool) -> int:
     """Run the configured checks quietly; full logs stay on disk."""
-    from gitpilot.checks.engine import CheckOptions, run_checks
+    from gitpilot.checks.engine import CheckOptions
+    from gitpilot.checks.report import run_checks
 
     if range_ is not None and (log is not None or tree):
         raise click.UsageError("--range cannot be combined with --log or --tree")

@@ -108,7 +108,8 @@ def pending_checks(repo: Repo, cfg: Config, specs: Sequence[CheckSpec], tree: st
 
 def _run_on_tree(repo: Repo, commit: str, tree: str, specs: Sequence[CheckSpec]) -> str | None:
     """Run ``specs`` on exactly ``tree``; the name of the first that fails, or None."""
-    from gitpilot.checks.engine import CheckOptions, run_checks
+    from gitpilot.checks.engine import CheckOptions
+    from gitpilot.checks.report import run_checks
 
     with _checkout_of(repo, commit, tree) as cwd:
         for spec in specs:
