@@ -16,26 +16,15 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from gitpilot.errors import PilotError
+from gitpilot.finding import Finding
 from gitpilot.repo import Repo
 
 # git itself fans a notes tree out only past a few hundred notes; a flat tree that large is slow.
 FLAT_NOTES_LIMIT = 256
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
-
-
-@dataclass(frozen=True)
-class Finding:
-    area: str
-    text: str
-    needs_fix: bool = False
-    fix: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {"area": self.area, "text": self.text, "needs_fix": self.needs_fix, "fix": self.fix}
 
 
 def diagnose(cwd: Path) -> list[Finding]:

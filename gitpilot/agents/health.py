@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitpilot.doctor import Finding
+    from gitpilot.finding import Finding
     from gitpilot.repo import Repo
 
 FEATURE_WORDS = (
@@ -30,7 +30,7 @@ FEATURE_WORDS = (
 
 def agent_findings(repo: Repo | None, default_agent: str) -> list[Finding]:
     from gitpilot import agents
-    from gitpilot.doctor import Finding
+    from gitpilot.finding import Finding
 
     out: list[Finding] = []
     absent: list[str] = []

@@ -10,10 +10,11 @@ import os
 import time
 from pathlib import Path
 
-from gitpilot.doctor import Finding
 from gitpilot.errors import PilotError
+from gitpilot.finding import Finding
 from gitpilot.repo import STALE_LOCK_SECONDS, Repo
-from gitpilot.share.trust import Settings, Trust, load_trust, read_settings
+from gitpilot.share.settings import Settings, read_settings
+from gitpilot.share.trust import Trust, load_trust
 
 _OURS = "refs/notes/pilot/"
 

@@ -28,7 +28,7 @@ from gitpilot.repo import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from gitpilot.share.trust import Settings
+    from gitpilot.share.settings import Settings
 
 NAMESPACE = "git-pilot"
 _BEGIN = "-----BEGIN SSH SIGNATURE-----"

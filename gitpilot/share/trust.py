@@ -6,7 +6,8 @@ narrow it: when set, the values trusted are those in both. Records made here alw
 A record from a remote counts when that remote is trusted, or, with ``signed`` trusted,
 when its ssh signature verifies against ``gpg.ssh.allowedSignersFile`` (gitpilot/share/signing.py).
 
-Everything the check needs is read with one ``git config`` call (the cache-hit path pays it).
+Everything the check needs is read with one ``git config`` call (gitpilot/share/settings.py; the
+cache-hit path pays it).
 """
 
 from __future__ import annotations
@@ -14,52 +15,13 @@ from __future__ import annotations
 from gitpilot.checks.records import UNTRUSTED, Record
 from gitpilot.config import Config
 from gitpilot.repo import Repo
+from gitpilot.share.settings import Settings, read_settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitpilot.share.signing import Verifier
 
 SIGNED = "signed"
-_KEYS = ("pilot.trust", "pilot.sign", "gpg.format", "gpg.ssh.allowedsignersfile", "gpg.ssh.program",
-         "gpg.ssh.revocationfile", "user.signingkey")
-_PATTERN = r"^(pilot\.(trust|sign)|gpg\.format|gpg\.ssh\.(allowedsignersfile|program|revocationfile)" \
-           r"|user\.signingkey)$"
-
-
-class Settings:
-    """The clone's git config that trust and signing read."""
-
-    __slots__ = ("trust", "sign", "format", "signing_key", "allowed_signers", "program", "revocation")
-
-    def __init__(self, values: dict[str, list[str]]) -> None:
-        def last(key: str) -> str | None:
-            got = values.get(key)
-            return got[-1] if got else None
-
-        self.trust = tuple(v.strip() for v in values.get("pilot.trust", []) if v.strip())
-        self.sign = _truthy(last("pilot.sign"))
-        self.format = (last("gpg.format") or "openpgp").lower()
-        self.signing_key = last("user.signingkey") or None
-        self.allowed_signers = last("gpg.ssh.allowedsignersfile") or None
-        self.program = last("gpg.ssh.program") or "ssh-keygen"
-        self.revocation = last("gpg.ssh.revocationfile") or None
-
-
-def _truthy(value: str | None) -> bool:
-    # git's booleans: a key with no "=" is true; so are yes/on/true/1.
-    return value is not None and value.strip().lower() in ("", "true", "yes", "on", "1")
-
-
-def read_settings(repo: Repo) -> Settings:
-    proc = repo.git_proc("config", "-z", "--type=path", "--get-regexp", _PATTERN)
-    values: dict[str, list[str]] = {}
-    for item in proc.stdout.split(b"\0"):
-        if not item:
-            continue
-        key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
-        if key.lower() in _KEYS:
-            values.setdefault(key.lower(), []).append(value)
-    return Settings(values)
 
 
 class Trust:
