@@ -349,3 +349,34 @@ def test_pre_commit_with_the_users_legacy_hook_is_refused_in_one_line(tmp_path: 
                      "pre-push.legacy to run it)"]
     assert (hooks / "pre-push.legacy").read_text() == "#!/bin/sh\nexit 0\n"
     assert "pre-push: a hook git pilot did not write" in run_pilot("hooks", "status", cwd=repo).stdout
+
+
+def test_shims_an_earlier_git_pilot_wrote_keep_working_and_install_refreshes_them(tmp_path: Path) -> None:
+    """Users' repositories hold the per-event shims of git pilot 0.5.0 (fixtures/hooks-0.5.0, as
+    its install filled them in): they still run this git pilot, ``hooks status`` says they are not
+    this git pilot's, and ``hooks install`` writes the current ones over them."""
+    import sys
+
+    from conftest import REPO_ROOT
+
+    repo = two_branches(tmp_path / "r")
+    hooks = repo / ".git" / "hooks"
+    for event in EVENTS:
+        text = (REPO_ROOT / "fixtures" / "hooks-0.5.0" / event).read_text()
+        text = text.replace("'@PYTHON@'", f"'{sys.executable}'").replace("'@LIB@'", f"'{REPO_ROOT}'")
+        (hooks / event).write_text(text.replace("'@CHAIN@'", "''"))
+        (hooks / event).chmod(0o755)
+    (repo / "c.txt").write_text("c\n")
+    git(repo, "add", "c.txt")
+    res = sh(repo, "git", "commit", "-q", "-m", "c", env={"GIT_PILOT_HOOKS_SYNC": "1"})
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert '"rounds"' in git(repo, "notes", "--ref=pilot/review", "show", "HEAD")  # post-commit ran git pilot
+    status = run_pilot("hooks", "status", cwd=repo).stdout
+    assert all(f"{e}: installed, but not by this git pilot (run: git pilot hooks install)" in status for e in EVENTS)
+    out = install(repo)
+    assert f"hooks: installed {', '.join(EVENTS)} in {hooks}" in out
+    assert not any((hooks / f"{e}.legacy").exists() for e in EVENTS)  # replaced, not kept as the user's
+    for event in EVENTS:
+        assert f"PILOT_EVENT={event}\n" in (hooks / event).read_text()
+    status = run_pilot("hooks", "status", cwd=repo).stdout
+    assert "not by this git pilot" not in status and status.count(": installed") == len(EVENTS)

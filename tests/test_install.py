@@ -40,8 +40,22 @@ def test_a_clean_install_runs_the_demo_through_git(tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stderr
     assert "PASS python3 tests/run_tests.py" in demo.stdout and "(reused: passed" in demo.stdout
     assert "not installed with this copy" not in demo.stdout + demo.stderr
-    # what the installed copy ships besides the package: the man page and the hook shims
+    # what the installed copy ships besides the package: the man page; and the hook shims' template,
+    # package data that `hooks install` finds in the installed copy: its shims run that copy
     assert (venv / "share" / "man" / "man1" / "git-pilot.1").is_file()
-    assert (venv / "share" / "git-pilot" / "git-hooks" / "pre-push").is_file()
+    repo = work / "hooked"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    hooks = subprocess.run(["git", "pilot", "hooks", "install"], cwd=repo, env=env, capture_output=True, text=True)
+    assert hooks.returncode == 0 and "hooks: installed" in hooks.stdout, hooks.stderr
+    shim = (repo / ".git" / "hooks" / "post-commit").read_text()
+    assert f"PILOT_PYTHON='{venv / 'bin'}/" in shim and "PILOT_LIB=''" in shim  # the installed copy, by itself
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "add", "a.txt"], cwd=repo, check=True)
+    commit = subprocess.run(["git", "-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-q", "-m", "a"],
+                            cwd=repo, env={**env, "GIT_PILOT_HOOKS_SYNC": "1"}, capture_output=True, text=True)
+    assert commit.returncode == 0 and commit.stderr == "", commit.stderr
+    budget = subprocess.run(["git", "notes", "--ref=pilot/review", "show", "HEAD"], cwd=repo, capture_output=True,
+                            text=True)
+    assert budget.returncode == 0 and '"rounds"' in budget.stdout  # the post-commit hook recorded it
     version = subprocess.run(["git", "pilot", "--version"], cwd=work, env=env, capture_output=True, text=True)
     assert version.stdout.startswith("git pilot ")

@@ -1,4 +1,5 @@
-"""git hooks: install the POSIX sh shims of ``git-hooks/`` and handle the events they report.
+"""git hooks: install the POSIX sh shims (one template, ``gitpilot/templates/hook.sh``) and handle
+the events they report.
 
 ``install`` writes the shims into the hooks directory git uses; ``run`` is what a shim calls
 (``git pilot hook <event> ...``); ``jobs`` holds the detached work of the post-* events and

@@ -1,6 +1,6 @@
 """What an installed hook runs: one git hook event, dispatched to its handler.
 
-Called by the shims of ``git-hooks/`` (and by ``git pilot hook <event>``). It first drops
+Called by the shims ``git pilot hooks install`` writes (and by ``git pilot hook <event>``). It first drops
 the repository-location variables git set for the hook (GIT_DIR, GIT_INDEX_FILE, ...) from
 its own environment, so nothing it starts (git against a temporary worktree or a remote, a
 check command) inherits them; the repository is found from the working directory, which git
@@ -17,11 +17,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from gitpilot.gitenv import REPO_LOCATION_VARS
+
+# The git hooks git pilot has a part in (the shims of the others only forward).
 EVENTS = ("post-checkout", "post-commit", "post-merge", "post-rewrite", "pre-push")
-# Variables that say which repository or index git works on (gitrun.clean_env drops the same).
-_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
-                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
-                  "GIT_QUARANTINE_PATH")
 
 
 def main(argv: Sequence[str]) -> int:
@@ -30,7 +29,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"git pilot hook: expected one of {', '.join(EVENTS)}, got {got}\n")
         return 2
     event, args = argv[0], list(argv[1:])
-    for name in _LOCATION_VARS:
+    for name in REPO_LOCATION_VARS:
         os.environ.pop(name, None)
     if event == "pre-push":
         return _pre_push(args)
