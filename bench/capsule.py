@@ -10,7 +10,7 @@ identity), then for each task:
 - baseline: the v0.4.0 launch prompt, which tells the agent to read the rule (the
   instruction files), the config, the task and every configured context file; counted as
   the prompt's bytes plus the bytes of every file it names (each file once);
-- capsule: ``gitpilot.context.capsule.build_capsule(repo, task, use_cache=False)``;
+- capsule: ``gitpilot.context.runner.build_capsule(repo, task, use_cache=False)``;
   its ``.text`` is what the agent reads.
 
 A required-information check passes in the baseline when its text is in one of the files
@@ -465,9 +465,12 @@ def capsule_api() -> tuple[Any, str | None]:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     try:
-        from gitpilot.context.capsule import build_capsule
-    except ImportError as exc:
-        return None, f"gitpilot.context.capsule.build_capsule is not available ({exc})"
+        from gitpilot.context.runner import build_capsule
+    except ImportError:
+        try:  # a copy from before the entry point moved to runner.py
+            from gitpilot.context.capsule import build_capsule
+        except ImportError as exc:
+            return None, f"gitpilot.context.runner.build_capsule is not available ({exc})"
     return build_capsule, None
 
 

@@ -19,7 +19,7 @@ def _corpus() -> ModuleType:
 
 
 def _built(tmp_path: Path) -> Path:
-    from gitpilot.context.capsule import build_capsule
+    from gitpilot.context.runner import build_capsule
     from gitpilot.repo import Repo
 
     root = make_repo(tmp_path / "repo", {

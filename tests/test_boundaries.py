@@ -72,3 +72,36 @@ def test_a_cache_hit_check_imports_no_heavy_library(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "gitpilot", "check"], cwd=repo, env=pilot_env(), check=True,
                    capture_output=True)
     assert _heavy(["check"], repo) == ""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _gitpilot_imports(path: Path, modules: set[str]) -> set[str]:
+    """The gitpilot modules ``path`` imports anywhere in it: at the top, inside functions, or for
+    types only (a module a type comes from is a module depended on)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:  # `from gitpilot.context import sources` imports a module
+                found.add(f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module)
+    return {m for m in found if m in modules and m != name}
+
+
+def test_no_two_modules_import_each_other() -> None:
+    paths = {_module_name(p): p for p in sorted((REPO_ROOT / "gitpilot").rglob("*.py"))}
+    imports = {name: _gitpilot_imports(path, set(paths)) for name, path in paths.items()}
+    assert len(imports) > 100 and sum(map(len, imports.values())) > 300  # the walk sees the package
+    mutual = sorted(f"{a} <-> {b}" for a, deps in imports.items() for b in deps if a < b and a in imports[b])
+    assert mutual == []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import git, make_repo
 
-from gitpilot.context.capsule import build_capsule
+from gitpilot.context.runner import build_capsule
 from gitpilot.repo import Repo
 
 AGENTS = "# Agent guide\n\nUse Python 3.11.\n\n## Never\n\nNever push to main.\n"

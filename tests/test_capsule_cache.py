@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import REPO_ROOT, git, make_repo, run_pilot
 
-from gitpilot.context.capsule import build_capsule
+from gitpilot.context.runner import build_capsule
 from gitpilot.repo import Repo
 
 FILES = {
@@ -106,7 +106,7 @@ def test_section_maps_are_notes_on_blob_ids_and_are_not_parsed_again(tmp_path: P
 def test_output_is_byte_identical_under_any_hash_seed(tmp_path: Path) -> None:
     src = make_repo(tmp_path / "src", FILES)
     script = (
-        "import sys\nfrom gitpilot.context.capsule import build_capsule\nfrom gitpilot.repo import Repo\n"
+        "import sys\nfrom gitpilot.context.runner import build_capsule\nfrom gitpilot.repo import Repo\n"
         "r = build_capsule(Repo.discover(sys.argv[1]), sys.argv[2])\n"
         "sys.stdout.buffer.write(r.text.encode() + b'\\0' + r.json_path.read_bytes())\n"
     )

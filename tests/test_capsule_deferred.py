@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import make_repo
 
-from gitpilot.context.capsule import build_capsule
+from gitpilot.context.runner import build_capsule
 from gitpilot.repo import Repo
 
 ROOT_AGENTS = """# Agent guide

@@ -10,9 +10,9 @@ import pytest
 from conftest import make_repo, run_pilot
 
 from gitpilot.context import frontmatter
-from gitpilot.context.capsule import build_capsule
 from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
 from gitpilot.context.links import linked_documents
+from gitpilot.context.runner import build_capsule
 from gitpilot.repo import Repo
 
 

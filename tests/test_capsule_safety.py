@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import REPO_ROOT, git, make_repo
 
-from gitpilot.context.capsule import build_capsule
+from gitpilot.context.runner import build_capsule
 from gitpilot.context.sources import MAX_FILE_BYTES
 from gitpilot.repo import Repo
 
@@ -21,7 +21,7 @@ OPEN_PROBE = """
 import json, sys
 opened = []
 sys.addaudithook(lambda ev, args: opened.append(str(args[0])) if ev == "open" and args else None)
-from gitpilot.context.capsule import build_capsule
+from gitpilot.context.runner import build_capsule
 from gitpilot.repo import Repo
 res = build_capsule(Repo.discover(sys.argv[1]), sys.argv[2])
 print(json.dumps({"opened": opened, "text": res.text}))

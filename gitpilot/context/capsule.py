@@ -1,4 +1,4 @@
-"""Assembly of the Context Capsule, and ``build_capsule``, its public entry point.
+"""Assembly of the Context Capsule: a fresh build from the state ``warm.prepare`` made.
 
 The capsule holds, in this order: the task verbatim; a summary of the configuration; the
 agent's memory files listed by path and hash; the instruction files in full; the mandatory
@@ -13,7 +13,7 @@ more than the selection, the capsule holds them all and leaves nothing out.
 
 The capsule and its manifest go to ``<git dir>/pilot/capsule-<task>.md`` / ``.json`` and to the
 task record ``refs/pilot/tasks/<task>``. ``warm.try_reuse`` serves an unchanged capsule without
-parsing anything.
+parsing anything; ``runner.build_capsule`` is the entry point that tries the reuse paths first.
 """
 
 from __future__ import annotations
@@ -42,62 +42,13 @@ from gitpilot.context.mandatory import (
     withhold,
 )
 from gitpilot.context.markdown import range_text, sha256_text, split_lines
-from gitpilot.fileio import atomic_write
+from gitpilot.context.result import CapsuleResult, write_files
 from gitpilot.repo import Repo
 
 MANIFEST_FORMAT = 1
 LEFT_OUT_SHOWN = 20
 LEFT_OUT_FLOOR = 0.2  # of the best score: the left-out list shows near misses above it
 WHOLE_CONTEXT_EXTRA = 1024  # bytes more than the selection that showing every context file may cost
-
-
-@dataclass
-class CapsuleResult:
-    """What ``build_capsule`` made (or reused)."""
-
-    text: str
-    manifest: dict[str, Any]
-    path: Path | None
-    reused: bool
-    baseline_bytes: int
-    capsule_bytes: int
-    task_id: str = ""
-    json_path: Path | None = None
-
-
-def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True, agent: str | None = None) -> CapsuleResult:
-    """The capsule for ``task_text`` in ``repo`` (for ``agent``, default the configured one):
-    reused when its fingerprint matches, else built."""
-    from gitpilot.context import stamp, warm
-
-    if use_cache and repo.root is not None:
-        hit = stamp.express(repo.root, task_text, agent or "")
-        if hit is not None:
-            return result_from_hit(hit)
-    state = warm.prepare(repo, task_text, agent)
-    if use_cache:
-        reused = warm.try_reuse(repo, state)
-        if reused is not None:
-            return reused
-    return _build(repo, task_text, state, use_cache=use_cache)
-
-
-def result_from_hit(hit: Any) -> CapsuleResult:
-    """The result for a capsule served by its stamp (the manifest is read from its file)."""
-    try:
-        manifest = json.loads(Path(hit.json_path).read_bytes())
-    except (OSError, ValueError):
-        manifest = {}
-    return CapsuleResult(
-        hit.body.decode("utf-8"),
-        manifest,
-        Path(hit.md_path),
-        True,
-        int(hit.stamp["baseline_bytes"]),
-        len(hit.body),
-        hit.task_id,
-        Path(hit.json_path),
-    )
 
 
 def build_from_state(repo: Repo, state: Any, *, use_cache: bool = True) -> CapsuleResult:
@@ -779,8 +730,7 @@ def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> Capsu
     out_dir = repo.worktree_pilot_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path, json_path = out_dir / state.md_name, out_dir / state.json_name
-    atomic_write(md_path, body)  # the task record holds both: not synced
-    atomic_write(json_path, mbytes)
+    write_files(md_path, json_path, body, mbytes)
     TaskStore(repo).write(
         state.task_id,
         {"capsule.md": body, "manifest.json": mbytes, "task.md": state.task_text.encode("utf-8")},

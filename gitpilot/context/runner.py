@@ -1,4 +1,5 @@
-"""Running ``git pilot capsule`` without click: the task's source, the build, the rendering.
+"""Running ``git pilot capsule`` without click: the task's source, the build, the rendering; and
+``build_capsule``, the one way to a capsule (stamp, then the warm check, then a build).
 
 Kept free of click so ``cli._fast_path`` can serve a warm capsule with the lightest imports.
 """
@@ -16,6 +17,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # json, pathlib and typing cost more than a warm capsule itself
     from pathlib import Path
     from typing import Any
+
+    from gitpilot.context.result import CapsuleResult
+    from gitpilot.repo import Repo
 
 
 def read_task(task_file: str | None, task: str | None, *, stdin: bool = True, text_name: str = "--task") -> str:
@@ -98,25 +102,46 @@ def run(cwd: str | Path, task_text: str, *, print_: bool, as_json: bool, agent: 
     return 0
 
 
-def _full(cwd: str | Path, task_text: str, hit: Any, agent: str | None = None) -> Any:
+def build_capsule(repo: Repo, task_text: str, *, use_cache: bool = True, agent: str | None = None) -> CapsuleResult:
+    """The capsule for ``task_text`` in ``repo`` (for ``agent``, default the configured one): served
+    by its stamp, else reused when its fingerprint matches, else built. Every caller goes this way."""
+    if use_cache and repo.root is not None:
+        from gitpilot.context.stamp import express
+
+        hit = express(repo.root, task_text, agent or "")
+        if hit is not None:
+            from gitpilot.context.result import result_from_hit
+
+            return result_from_hit(hit)
+    return _reuse_or_build(repo, task_text, use_cache=use_cache, agent=agent)
+
+
+def _reuse_or_build(repo: Repo, task_text: str, *, use_cache: bool = True, agent: str | None = None) -> CapsuleResult:
+    """What the stamp did not serve: the stored capsule when nothing it depends on changed, else a
+    fresh build (which alone imports the assembly and its parsers)."""
     from gitpilot.context import warm
 
+    state = warm.prepare(repo, task_text, agent)
+    if use_cache:
+        reused = warm.try_reuse(repo, state)
+        if reused is not None:
+            return reused
+    from gitpilot.context.capsule import build_from_state
+
+    return build_from_state(repo, state, use_cache=use_cache)
+
+
+def _full(cwd: str | Path, task_text: str, hit: Any, agent: str | None = None) -> CapsuleResult:
+    """``build_capsule`` with the stamp already asked (``hit``), for a cwd not yet opened as a Repo."""
     if hit is not None:
-        from gitpilot.context.capsule import result_from_hit
+        from gitpilot.context.result import result_from_hit
 
         return result_from_hit(hit)
     from pathlib import Path
 
     from gitpilot.repo import Repo
 
-    repo = Repo.discover(Path(cwd))
-    state = warm.prepare(repo, task_text, agent)
-    result = warm.try_reuse(repo, state)
-    if result is None:
-        from gitpilot.context.capsule import build_from_state
-
-        result = build_from_state(repo, state)
-    return result
+    return _reuse_or_build(Repo.discover(Path(cwd)), task_text, agent=agent)
 
 
 def _line(state: str, capsule: int, baseline: int, path: str) -> str:

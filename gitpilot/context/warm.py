@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from gitpilot import __version__
 from gitpilot.context import sources
 from gitpilot.context.cache import fingerprint
+from gitpilot.context.result import CapsuleResult, write_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from gitpilot.config import Config
-    from gitpilot.context.capsule import CapsuleResult
     from gitpilot.repo import Repo
 
 
@@ -211,11 +211,7 @@ def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Pat
         return None
     if hashlib.sha256(body).hexdigest() != manifest.get("capsule_sha256"):
         return None
-    from gitpilot.fileio import atomic_write
-
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(md_path, body)  # copies of the task record's files: not synced
-    atomic_write(json_path, mbytes)
+    write_files(md_path, json_path, body, mbytes)
     save_stamp(repo, state, manifest, body)
     return _result(state, manifest, body, md_path, json_path)
 
@@ -223,8 +219,6 @@ def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Pat
 def _result(
     state: State, manifest: dict[str, Any], body: bytes, md_path: Path, json_path: Path
 ) -> CapsuleResult:
-    from gitpilot.context.capsule import CapsuleResult
-
     return CapsuleResult(
         body.decode("utf-8"),
         manifest,

@@ -205,7 +205,7 @@ def _opening(ctx: _Ctx) -> tuple[str, str, dict[str, Any] | None, list[str], Pat
         line = (f"leanloop disabled: the v0.4.0 launch prompt ({len(prompt.encode('utf-8'))} bytes, "
                 f"{len(rule_files)} rule file(s), {len(context_files)} context file(s))")
         return prompt, "plain", None, [line], ctx.repo.workdir
-    from gitpilot.context.capsule import build_capsule
+    from gitpilot.context.runner import build_capsule
 
     cap = build_capsule(ctx.repo, ctx.text)
     if cap.path is None:
@@ -629,7 +629,7 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
         if ctx.note:
             prompt = f"{ctx.note.strip()}\n{prompt}"
         return prompt, kind, given, lines, path
-    from gitpilot.context.capsule import build_capsule
+    from gitpilot.context.runner import build_capsule
 
     cap = build_capsule(ctx.repo, ctx.text)
     given = delta.session_manifest(ctx.repo.workdir, cap.manifest)
