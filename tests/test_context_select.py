@@ -315,3 +315,20 @@ def test_placeholder_names_of_examples_are_not_identifiers() -> None:
     names = {i.text for i in identifiers("A call like `foo()` or `bar` crashes `parse_config()` in spam.py")}
     assert "parse_config" in names and "spam.py" in names
     assert not names & {"foo", "bar"}
+
+
+def test_a_file_the_task_names_comes_first_whatever_its_kind() -> None:
+    # a changelog is the last kind of document a task needs, unless the task names it
+    docs = _docs(
+        {
+            "CHANGELOG.md": "# Changelog\n\n## Unreleased\n\n- Nothing yet.\n",
+            "docs/release.md": "# Releasing\n\nAdd a line to the changelog under Unreleased for every fix.\n",
+        }
+    )
+    sel = select(docs, "Add the retry fix to CHANGELOG.md under Unreleased")
+    assert sel.picks[0].path == "CHANGELOG.md"
+    assert "path named in the task" in sel.picks[0].signals
+    # a longer path that starts or ends with the name is not the file
+    for task in ("Add the retry fix to packages/cli/CHANGELOG.md", "Restore CHANGELOG.md.bak, then release."):
+        assert all("path named in the task" not in p.signals for p in select(docs, task).picks)
+    assert "path named in the task" in select(docs, "Edit CHANGELOG.md.").picks[0].signals

@@ -15,6 +15,7 @@ elsewhere after a first choice).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -76,6 +77,12 @@ class Ranking:
             self.docs, self.query, self.ids, priors, area or {}, area_files
         )
         self.doc_scores = [W.doc_score(s.values) for s in self.signals]
+        # A document the task names by its path is what the task is about: it comes first.
+        self.named = {d for d, doc in enumerate(self.docs) if names_path(task, doc.path)}
+        if self.named:
+            top = max(max(self.doc_scores), 0.0) + 1.0
+            for d in self.named:
+                self.doc_scores[d] = top + max(self.doc_scores[d], 0.0)
         self.sec_scores = _section_scores(self.signals)
 
     def choose(
@@ -92,11 +99,16 @@ class Ranking:
     def _why(self, d: int, sec: int) -> tuple[str, ...]:
         """The strongest signals of the document (and of the section), as ``name value``."""
         sig = self.signals[d]
-        parts = _top(sig.values, W.DOC)
+        parts = (["path named in the task"] if d in self.named else []) + _top(sig.values, W.DOC)
         kind = self.docs[d].kind
         parts.append(f"kind {kind}")
         if sec >= 0:
             parts += _top(sig.section(sec), W.SECTION)
+            # what the section is, whatever its weight: a convention slot takes it for this
+            table = self.priors.get(d, ())
+            name, prior = table[sec] if sec < len(table) else ("", 0.0)
+            if name and prior > 0 and not any(p.startswith(f"{name} convention") for p in parts):
+                parts.append(f"{name} convention")
         return tuple(parts)
 
 
@@ -122,6 +134,12 @@ class _Why:
     def get(self, key: tuple[int, int], default: tuple[str, ...] = ()) -> tuple[str, ...]:
         d, sec = key
         return self.ranking._why(d, sec) if 0 <= d < len(self.ranking.docs) else default
+
+
+def names_path(task: str, path: str) -> bool:
+    """The task names ``path`` itself (``docs/api/limits.md``, ``./docs/api/limits.md``), not a
+    longer path that ends or starts with it."""
+    return re.search(r"(?<![\w/.-])(?:\./)?" + re.escape(path) + r"(?!\.?[\w/-])", task) is not None
 
 
 def _top(values: Mapping[str, float], table: Mapping[str, float]) -> list[str]:
