@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Protocol
 
-from gitpilot.context import weights as W
+from gitpilot.context import weights
 from gitpilot.context.features import Doc
 from gitpilot.context.markdown import Section, range_text, sha256_text
 
@@ -132,22 +132,22 @@ def choose(
     also list what was not taken)."""
     order = sorted(range(len(docs)), key=lambda d: (-doc_scores[d], docs[d].path))
     best = doc_scores[order[0]] if order else 0.0
-    order = [d for d in order if doc_scores[d] > 0 and doc_scores[d] >= W.DOC_CUT * best]
+    order = [d for d in order if doc_scores[d] > 0 and doc_scores[d] >= weights.DOC_CUT * best]
     chosen: dict[int, list[tuple[int, int, int]]] = {}  # doc -> (start, end, section)
     reasons: dict[tuple[int, int], str] = {}
     memo: dict[int, _Lines] = {}
     used = _conventions(docs, sec_scores, conventions or {}, excluded, max_section_bytes, chosen, memo)
     taken = 0
     for d in order:
-        if taken >= W.MAX_DOCS or used >= max_excerpt_bytes:
+        if taken >= weights.MAX_DOCS or used >= max_excerpt_bytes:
             break
         doc = docs[d]
         lines = _lines_for(doc, excluded.get(doc.path, ()), memo)
         total = lines.bytes(1, len(doc.lines))
         if total == 0 or not lines.says_something(1, len(doc.lines)):
             continue
-        whole_max = min(W.WHOLE_DOC_BYTES, max_section_bytes)  # a whole file is one excerpt too
-        if total <= whole_max and _focus(doc, lines, sec_scores[d]) >= W.WHOLE_FOCUS:
+        whole_max = min(weights.WHOLE_DOC_BYTES, max_section_bytes)  # a whole file is one excerpt too
+        if total <= whole_max and _focus(doc, lines, sec_scores[d]) >= weights.WHOLE_FOCUS:
             prior = sum(lines.bytes(a, b) for a, b, _ in chosen.get(d, ()))
             if used - prior + total <= max_excerpt_bytes:
                 chosen[d] = [(1, len(doc.lines), -1)]
@@ -199,7 +199,7 @@ def _sections(
     out: list[tuple[int, int, int]] = list(held)
     used = sum(lines.bytes(a, b) for a, b, _ in out)
     for i in ranked:
-        if scores[i] <= 0 or scores[i] < W.SECTION_CUT * top or len(out) - len(held) >= W.SECTIONS_PER_DOC:
+        if scores[i] <= 0 or scores[i] < weights.SECTION_CUT * top or len(out) - len(held) >= weights.SECTIONS_PER_DOC:
             break
         sec = secs[i]
         if any(a <= sec.start <= b for a, b, _ in out):
@@ -212,7 +212,7 @@ def _sections(
         if used + size > room:
             reasons[(d, i)] = "no room left in max_excerpt_bytes"
             continue
-        if out and used + size > W.DOC_BYTES:
+        if out and used + size > weights.DOC_BYTES:
             reasons[(d, i)] = "its document has its share of the budget"
             continue
         out = [x for x in out if not (a <= x[0] and x[1] <= b)]  # a parent taken whole holds its parts
@@ -236,14 +236,14 @@ def _conventions(
     contributor and rule documents, by their convention prior and then the task's own score of
     them (the testing rules of the task's area before another's). Returns the bytes they take."""
     used = 0
-    for cls, slots in W.convention_slots().items():
+    for cls, slots in weights.convention_slots().items():
         cands: list[tuple[float, int, int]] = []
         for d, table in conventions.items():
-            if docs[d].kind not in W.CONVENTION_KINDS:
+            if docs[d].kind not in weights.CONVENTION_KINDS:
                 continue
             for pos, (name, prior) in enumerate(table):
                 if name == cls and prior > 0:
-                    cands.append((prior + W.CONVENTION_TASK * max(0.0, sec_scores[d][pos]), d, pos))
+                    cands.append((prior + weights.CONVENTION_TASK * max(0.0, sec_scores[d][pos]), d, pos))
         cands.sort(key=lambda x: (-x[0], docs[x[1]].path, x[2]))
         took = 0
         for _score, d, pos in cands:
