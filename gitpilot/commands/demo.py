@@ -111,6 +111,12 @@ def _step(repo: Path, argv: list[str]) -> int:
         shown = "git pilot " + " ".join(argv)
     output.out(f"$ {shown}")
     stdin = _QUOTA_SAMPLE.encode() if argv[0] == "quota" else b""
+    if cmd[0] == "git":  # stock git, as a user would type it
+        from gitpilot.gitrun import run_git
+
+        got = run_git(cmd[1:], repo, input=stdin, env=_env(), check=False)
+        output.write(got.stdout + got.stderr)
+        return got.returncode
     proc = subprocess.run(cmd, cwd=repo, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env())
     output.write(proc.stdout)
     return proc.returncode
