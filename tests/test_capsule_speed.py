@@ -376,3 +376,53 @@ def test_a_file_of_imports_only_is_told_apart_as_before() -> None:
     for text in ("@AGENTS.md\n", "<!-- x -->\n@a.md\n\n  @b.md  \n", "@a.md\nsee @b.md\n", "# Title\n@a.md\n",
                  "", "\n\n", "<!-- only -->\n", "mail me@example.com\n", "@a.md\r\n@b.md\r\n", "no at sign\n"):
         assert only_imports(text) == defined(text), text
+
+
+# --- the term statistics cache: reused only where it is the same, never served stale ---------------
+
+GUIDE = {
+    "AGENTS.md": "# Rules\n\nKeep changes small.\n",
+    "docs/cache.md": "# Cache\n\nEntries expire after ten minutes.\n\n## Eviction\n\nLeast recently used first.\n",
+    "docs/retry.md": "# Retries\n\nRequests are retried three times.\n\n## Backoff\n\nExponential backoff.\n",
+    "src/cache.py": "def expire_entries():\n    pass\n",
+}
+
+
+def _capsule(root: Path, task: str, *, use_cache: bool = True) -> str:
+    from gitpilot.context.capsule import build_capsule
+    from gitpilot.repo import Repo
+
+    return build_capsule(Repo.discover(root), task, use_cache=use_cache).text
+
+
+def _forget_capsules(root: Path) -> None:
+    for f in (root / ".git" / "pilot").glob("capsule-*"):
+        f.unlink()
+    for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/pilot/tasks/").split():
+        git(root, "update-ref", "-d", ref)
+
+
+def test_term_statistics_are_reused_and_an_edited_file_is_counted_afresh(tmp_path: Path) -> None:
+    from gitpilot.context.terms import DocTerms
+
+    root = make_repo(tmp_path / "repo", GUIDE)
+    task = "Entries should expire after five minutes: change `expire_entries`"
+    fresh = _capsule(root, task, use_cache=False)
+    first = _capsule(root, task)
+    assert first == fresh  # counted and stored on the way
+    entries = sorted(p for p in (root / ".git" / "pilot" / "terms").rglob("*") if p.is_file() and "clean" not in p.name)
+    assert entries and all(DocTerms.from_bytes(p.read_bytes()) is not None for p in entries)
+    stamps = {p: p.stat().st_mtime_ns for p in entries}
+    _forget_capsules(root)
+    assert _capsule(root, task) == first  # a new build from the stored statistics: the same bytes
+    assert {p: p.stat().st_mtime_ns for p in entries} == stamps  # read, not written again
+    (root / "docs" / "cache.md").write_text(GUIDE["docs/cache.md"].replace("ten minutes", "an hour, expire entries"))
+    edited = _capsule(root, task)
+    assert "an hour, expire entries" in edited and edited == _capsule(root, task, use_cache=False)
+    git(root, "commit", "-qam", "an hour")  # a new blob: its statistics are counted and stored
+    _forget_capsules(root)
+    assert _capsule(root, task) == edited == _capsule(root, task, use_cache=False)
+    for p in entries:  # a damaged store is not trusted: the statistics are counted again
+        p.write_bytes(b"\x00garbage")
+    _forget_capsules(root)
+    assert _capsule(root, task) == edited

@@ -172,10 +172,10 @@ class _Matches:
                 heads[t] = heads.get(t, 0) + 2
         self.heads = heads
         body = dict(heads)
-        postings = dt.postings
-        self.in_text = sorted(t for t in weights if t in postings)
-        for t in sorted(self.in_text, key=lambda t: (postings[t][0], t)):
-            post = postings[t]
+        packed, post_of = dt.packed, dt.post
+        self.in_text = sorted(t for t in weights if t in packed)
+        for t in sorted(self.in_text, key=lambda t: (post_of(t)[0], t)):
+            post = post_of(t)
             body[t] = body.get(t, 0) + sum(post[1::2])
         self.body = body
         self.paths = _heading_paths(doc.smap, dt, in_titles, weights) if in_titles else {}
@@ -183,10 +183,10 @@ class _Matches:
     def section_df(self) -> dict[str, int]:
         """For each query term, how many of the document's sections hold it in their own text or
         their heading path."""
-        postings = self.dt.postings
-        out = {t: len(postings[t]) // 2 for t in self.in_text}
+        post_of = self.dt.post
+        out = {t: len(post_of(t)) // 2 for t in self.in_text}
         if self.paths:
-            own = {t: set(postings[t][0::2]) for t in self.in_text}
+            own = {t: set(post_of(t)[0::2]) for t in self.in_text}
             for pos, path in self.paths.items():
                 for t in path:
                     if pos not in own.get(t, ()):
@@ -198,7 +198,7 @@ class _Matches:
         path's (added to its own count of a term, else after, in the path's order)."""
         own: dict[int, dict[str, int]] = {}
         for t in self.in_text:
-            post = self.dt.postings[t]
+            post = self.dt.post(t)
             for i in range(0, len(post), 2):
                 own.setdefault(post[i], {})[t] = post[i + 1]
         for pos, path in self.paths.items():
@@ -217,7 +217,7 @@ class _Matches:
         k1p = K1 + 1
         for t in self.in_text:
             w = model.weights.get(t)
-            post = dt.postings[t]
+            post = dt.post(t)
             if not w:
                 for i in range(0, len(post), 2):
                     acc.setdefault(post[i], 0.0)
@@ -240,7 +240,7 @@ class _Matches:
             for t, f in paths[pos].items():
                 held = own.get(t)
                 if held is None:
-                    held = own[t] = set(dt.postings[t][0::2]) if t in dt.postings else set()
+                    held = own[t] = set(dt.post(t)[0::2])
                 if pos in held:
                     continue  # counted with the section's own text
                 w = model.weights.get(t)

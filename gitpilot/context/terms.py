@@ -15,45 +15,67 @@ a file with a credential in it is never cached at all.
 from __future__ import annotations
 
 import marshal
+import sys
+from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gitpilot.context.markdown import SectionMap, range_text
 
-FORMAT = 2  # 2: per-file postings (term -> sections) instead of one count table a section
+FORMAT = 3  # 3: each token's postings packed as machine integers (2: lists of ints)
 TermCounts = dict[str, int]
+# Four-byte unsigned integers in this machine's order (the cache is machine-local); a record of
+# another layout is not read.
+_CODE = next(c for c in "IL" if array(c).itemsize == 4)
+_LAYOUT = (FORMAT, _CODE, sys.byteorder)
 
 
 class DocTerms:
     """The counts of one file, arranged so that a task looks up only its own words.
 
-    - ``postings``: each token of the file's section text -> ``[pos, count, pos, count, ...]``
-      over the sections that hold it, in section order;
+    - ``post(token)``: the sections whose own text holds the token, as ``pos, count, pos,
+      count, ...`` in section order (kept packed until a task asks: a file has hundreds of tokens
+      and a task a few dozen);
     - ``lengths``: each section's number of tokens (of its own text, below its heading line);
     - ``headings``: each section's title tokens;
     - ``plens``: each section's heading-path length (its title's tokens and its ancestors');
     - ``title_postings``: each title token -> the sections whose title holds it, once an occurrence.
     """
 
-    __slots__ = ("postings", "lengths", "headings", "plens", "title_postings", "heads_total", "length_total",
-                 "plen_total")
+    __slots__ = ("packed", "lengths", "headings", "plens", "title_postings", "heads_total", "length_total",
+                 "plen_total", "_open")
 
     def __init__(
         self,
-        postings: dict[str, list[int]],
+        packed: dict[str, bytes],
         lengths: list[int],
         headings: list[list[str]],
         plens: list[int],
         title_postings: dict[str, list[int]],
     ) -> None:
-        self.postings = postings
+        self.packed = packed
         self.lengths = lengths
         self.headings = headings  # each section's title tokens
         self.plens = plens
         self.title_postings = title_postings
-        self.heads_total = sum(len(h) for h in headings)
+        self.heads_total = sum(map(len, headings))
         self.length_total = sum(lengths)
         self.plen_total = sum(plens)
+        self._open: dict[str, Sequence[int]] = {}
+
+    def post(self, token: str) -> Sequence[int]:
+        """The postings of ``token`` (empty when no section holds it)."""
+        got = self._open.get(token)
+        if got is None:
+            got = array(_CODE)
+            got.frombytes(self.packed.get(token, b""))
+            self._open[token] = got
+        return got
+
+    @property
+    def postings(self) -> dict[str, list[int]]:
+        """Every token's postings, unpacked (for tests and tools)."""
+        return {t: list(self.post(t)) for t in self.packed}
 
     def section_counts(self, pos: int) -> TermCounts:
         """The token counts of one section (a slow look-up over every posting: for tests and tools)."""
@@ -65,18 +87,26 @@ class DocTerms:
         return out
 
     def to_bytes(self) -> bytes:
-        return marshal.dumps((FORMAT, self.postings, self.lengths, self.headings, self.plens, self.title_postings))
+        return marshal.dumps((_LAYOUT, self.packed, self.lengths, self.headings, self.plens, self.title_postings))
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return (self.packed, self.lengths, self.headings, self.plens, self.title_postings)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
 
     @classmethod
     def from_bytes(cls, data: bytes) -> DocTerms | None:
         try:
-            fmt, *rest = marshal.loads(data)
-            postings, lengths, headings, plens, titles = rest
+            layout, *rest = marshal.loads(data)
+            packed, lengths, headings, plens, titles = rest
         except (ValueError, EOFError, TypeError):
             return None
-        if fmt != FORMAT or not (len(lengths) == len(headings) == len(plens)):
+        if layout != _LAYOUT or not (len(lengths) == len(headings) == len(plens)):
             return None
-        return cls(postings, lengths, headings, plens, titles)
+        if not isinstance(packed, dict) or any(n % 8 for n in set(map(len, packed.values()))):
+            return None  # every posting is a pair of four-byte integers
+        return cls(packed, lengths, headings, plens, titles)
 
 
 def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
@@ -105,7 +135,7 @@ def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
             else:
                 post += (pos, n)
         lengths.append(sum(counts.values()))
-    return DocTerms(postings, lengths, headings, plens, titles)
+    return DocTerms({t: array(_CODE, v).tobytes() for t, v in postings.items()}, lengths, headings, plens, titles)
 
 
 class TermCache:
