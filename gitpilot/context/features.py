@@ -70,21 +70,46 @@ class Doc:
 
 @dataclass
 class DocSignals:
-    """One document's signals, and those of its sections that have one above zero (``rows``, by
-    position); every other section's signals are all zero (``section``)."""
+    """One document's signals, and its sections' by column: ``bm25`` (``s_bm25``) of the
+    sections that hold a query term in their text or heading path, ``head`` (``s_head``) of those
+    under a title that holds one, ``ids`` (``s_ids``) of those that name an identifier, ``conv``
+    (convention and prior) of those that state a convention. Every other value is zero;
+    ``section`` gives one section's signals as a row."""
 
     values: dict[str, float]
-    rows: dict[int, dict[str, float]] = field(default_factory=dict)
     count: int = 0  # sections in the document
+    bm25: dict[int, float] = field(default_factory=dict)
+    head: dict[int, float] = field(default_factory=dict)
+    ids: dict[int, float] = field(default_factory=dict)
+    conv: dict[int, tuple[str, float]] = field(default_factory=dict)
+
+    def positions(self) -> list[int]:
+        """The sections with a signal, in order."""
+        return sorted(p for p in self.bm25.keys() | self.head.keys() | self.ids.keys() | self.conv.keys()
+                      if p < self.count)
 
     def section(self, pos: int) -> dict[str, float]:
-        got = self.rows.get(pos)
-        return got if got is not None else zero_row()
+        row = zero_row()
+        fill_row(row, self, pos)
+        return row
 
     @property
     def sections(self) -> list[dict[str, float]]:
         """Every section's signals, in order."""
         return [self.section(i) for i in range(self.count)]
+
+
+_CONV_KEYS = tuple((c, f"c_{c}") for c in CONVENTIONS)
+
+
+def fill_row(row: dict[str, float], sig: DocSignals, pos: int) -> None:
+    """Set every section signal of ``row`` to section ``pos``'s value."""
+    row["s_bm25"] = sig.bm25.get(pos, 0.0)
+    row["s_head"] = sig.head.get(pos, 0.0)
+    row["s_ids"] = sig.ids.get(pos, 0.0)
+    name, prior = sig.conv.get(pos, ("", 0.0))
+    for c, key in _CONV_KEYS:
+        row[key] = prior if name == c else 0.0
 
 
 def zero_row() -> dict[str, float]:
@@ -212,31 +237,33 @@ class _Matches:
         postings: each section's terms come in the order its bag holds them."""
         dt, paths = self.dt, self.paths
         lengths, plens, avg, b = dt.lengths, dt.plens, model.avg, model.b
-        norms: dict[int, float] = {}
         acc: dict[int, float] = {}
+        if not self.in_text and not paths:
+            return acc
+        norms = [K1 * (1 - b + b * (n + p) / avg) for n, p in zip(lengths, plens, strict=True)]
         k1p = K1 + 1
+        get = acc.get
         for t in self.in_text:
             w = model.weights.get(t)
             post = dt.post(t)
             if not w:
-                for i in range(0, len(post), 2):
-                    acc.setdefault(post[i], 0.0)
+                for pos in post[0::2]:
+                    acc.setdefault(pos, 0.0)
                 continue
             wi = w * model.idf[t]
-            for i in range(0, len(post), 2):
-                pos, f = post[i], post[i + 1]
-                if paths:
+            if paths:
+                for pos, f in zip(post[0::2], post[1::2], strict=True):
                     path = paths.get(pos)
                     if path:
                         f += path.get(t, 0)
-                norm = norms.get(pos)
-                if norm is None:
-                    norm = norms[pos] = K1 * (1 - b + b * (lengths[pos] + plens[pos]) / avg)
-                acc[pos] = acc.get(pos, 0.0) + wi * f * k1p / (f + norm)
+                    acc[pos] = get(pos, 0.0) + wi * f * k1p / (f + norms[pos])
+            else:
+                for pos, f in zip(post[0::2], post[1::2], strict=True):
+                    acc[pos] = get(pos, 0.0) + wi * f * k1p / (f + norms[pos])
         own: dict[str, set[int]] = {}  # the sections whose own text holds a term of a heading path
         for pos in sorted(paths):
             total = acc.get(pos, 0.0)
-            norm = K1 * (1 - b + b * (lengths[pos] + plens[pos]) / avg)
+            norm = norms[pos]
             for t, f in paths[pos].items():
                 held = own.get(t)
                 if held is None:
@@ -286,7 +313,7 @@ def signals(
     """Every document's and section's signals for the query ``weights`` (term -> weight).
 
     A section that holds no query term, names no identifier and states no convention has every
-    signal zero; only the others are worked out (``DocSignals.rows``)."""
+    signal zero; only the others are worked out (``DocSignals``' columns)."""
     from gitpilot.context.sources import matches
 
     found: list[_Matches] = []
@@ -340,30 +367,46 @@ def signals(
         for kind in KINDS:
             values[f"kind:{kind}"] = 1.0 if doc.kind == kind else 0.0
         conv = conventions.get(d, ())
-        named = [pos for pos, (name, prior) in enumerate(conv) if prior != 0 and name in CONVENTIONS]
-        rows: dict[int, dict[str, float]] = {}
         count = len(doc.smap.sections)
-        bm25 = m.section_scores(m_sec)
-        for pos in sorted(bm25.keys() | id_secs.keys() | set(named)):
-            if pos >= count:
-                continue
-            hpath = m.paths.get(pos)
-            row = {
-                "s_bm25": bm25.get(pos, 0.0),
-                "s_head": m_shead.score(hpath, dt.plens[pos]) if hpath else 0.0,
-                "s_ids": id_secs.get(pos, 0) / len(ids) if ids else 0.0,
-            }
-            name, prior = conv[pos] if pos < len(conv) else ("", 0.0)
-            for c in CONVENTIONS:
-                row[f"c_{c}"] = prior if name == c else 0.0
-            rows[pos] = row
-        out.append(DocSignals(values, rows, count))
+        out.append(DocSignals(
+            values,
+            count,
+            m.section_scores(m_sec),
+            _path_scores(m_shead, m.paths, dt.plens),
+            {p: n / len(ids) for p, n in id_secs.items()} if ids else {},
+            {p: (name, prior) for p, (name, prior) in enumerate(conv) if prior != 0 and name in CONVENTIONS},
+        ))
     docrows = [o.values for o in out]
     for key, model in (("bm25", m_body), ("heads", m_head), ("path", m_path)):
         _normalize(docrows, key, NORM_FLOOR * model.mass())
-    srows = [r for o in out for r in o.rows.values()]
-    for key, model in (("s_bm25", m_sec), ("s_head", m_shead)):
-        _normalize(srows, key, NORM_FLOOR * model.mass())
+    for col, model in (("bm25", m_sec), ("head", m_shead)):
+        _normalize_column([getattr(o, col) for o in out], NORM_FLOOR * model.mass())
+    return out
+
+
+def _normalize_column(columns: Sequence[dict[int, float]], floor: float) -> None:
+    """``_normalize`` over one section signal of every document (the sections not in a column
+    are zero, and stay so)."""
+    best = max(max((max(c.values(), default=0.0) for c in columns), default=0.0), floor)
+    if best > 0:
+        for c in columns:
+            for pos, v in c.items():
+                c[pos] = v / best
+
+
+def _path_scores(model: _Bm25, paths: Mapping[int, Mapping[str, int]], plens: Sequence[int]) -> dict[int, float]:
+    """``model.score`` of each section's heading-path counts (length: its heading path's)."""
+    weights, idf, b, avg = model.weights, model.idf, model.b, model.avg
+    k1p = K1 + 1
+    out: dict[int, float] = {}
+    for pos, path in paths.items():
+        norm = K1 * (1 - b + b * plens[pos] / avg)
+        total = 0.0
+        for t, f in path.items():
+            w = weights.get(t)
+            if w and f:
+                total += w * idf[t] * f * k1p / (f + norm)
+        out[pos] = total
     return out
 
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 from gitpilot.context import weights as W
 from gitpilot.context.choose import LeftOut, Pick, Selection, choose
 from gitpilot.context.doctypes import kind_of
-from gitpilot.context.features import Doc, DocSignals, signals, zero_row
+from gitpilot.context.features import Doc, DocSignals, fill_row, signals, zero_row
 from gitpilot.context.query import query_weights
 from gitpilot.context.terms import compute
 from gitpilot.context.text import identifiers
@@ -115,13 +115,15 @@ class Ranking:
 def _section_scores(sigs: Sequence[DocSignals]) -> list[list[float]]:
     """Every section's score: worked out for the sections with a signal, the same zero score for
     the rest (most sections of a large documentation tree match nothing of one task)."""
-    zero = W.section_score(zero_row())
+    row = zero_row()
+    zero = W.section_score(row)
     out = []
     for s in sigs:
-        row = [zero] * s.count
-        for pos, r in s.rows.items():
-            row[pos] = W.section_score(r)
-        out.append(row)
+        scores = [zero] * s.count
+        for pos in s.positions():
+            fill_row(row, s, pos)
+            scores[pos] = W.section_score(row)
+        out.append(scores)
     return out
 
 
