@@ -408,6 +408,7 @@ def test_term_statistics_are_reused_and_an_edited_file_is_counted_afresh(tmp_pat
     root = make_repo(tmp_path / "repo", GUIDE)
     task = "Entries should expire after five minutes: change `expire_entries`"
     fresh = _capsule(root, task, use_cache=False)
+    _forget_capsules(root)
     first = _capsule(root, task)
     assert first == fresh  # counted and stored on the way
     entries = sorted(p for p in (root / ".git" / "pilot" / "terms").rglob("*") if p.is_file() and "clean" not in p.name)
@@ -419,6 +420,7 @@ def test_term_statistics_are_reused_and_an_edited_file_is_counted_afresh(tmp_pat
     (root / "docs" / "cache.md").write_text(GUIDE["docs/cache.md"].replace("ten minutes", "an hour, expire entries"))
     edited = _capsule(root, task)
     assert "an hour, expire entries" in edited and edited == _capsule(root, task, use_cache=False)
+    _forget_capsules(root)
     git(root, "commit", "-qam", "an hour")  # a new blob: its statistics are counted and stored
     _forget_capsules(root)
     assert _capsule(root, task) == edited == _capsule(root, task, use_cache=False)
@@ -426,3 +428,49 @@ def test_term_statistics_are_reused_and_an_edited_file_is_counted_afresh(tmp_pat
         p.write_bytes(b"\x00garbage")
     _forget_capsules(root)
     assert _capsule(root, task) == edited
+
+
+def test_parsed_notes_are_kept_by_note_and_a_damaged_or_wrong_copy_is_not_trusted(tmp_path: Path) -> None:
+    from gitpilot.context.cache import NoteMirror
+    from gitpilot.context.markdown import map_from_marshal, map_to_marshal, parse
+
+    root = make_repo(tmp_path / "repo", GUIDE)
+    task = "Entries should expire after five minutes: change `expire_entries`"
+    fresh = _capsule(root, task, use_cache=False)
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh  # parses, writes the notes
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh  # reads the notes, keeps them parsed
+    copies = sorted(p for p in (root / ".git" / "pilot" / "maps").rglob("*") if p.is_file())
+    blob = git(root, "rev-parse", "HEAD:docs/cache.md").strip()
+    note = git(root, "rev-parse", f"refs/notes/pilot/sections:{blob[:2]}/{blob[2:]}", check=False).strip() or \
+        git(root, "rev-parse", f"refs/notes/pilot/sections:{blob}").strip()
+    mirror = NoteMirror(root / ".git" / "pilot")
+    assert copies and mirror.get(note) == parse(GUIDE["docs/cache.md"])
+    stamps = {p: p.stat().st_mtime_ns for p in copies}
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh and {p: p.stat().st_mtime_ns for p in copies} == stamps
+    # a copy that names other lines (a map of another text): checked against the file, not used
+    wrong = parse("# Cache\n\nOther.\n\n## Eviction\n\nLeast.\n\n## More\n\nText here.\n")
+    mirror.put(note, wrong)
+    assert map_from_marshal(map_to_marshal(wrong)) == wrong
+    assert _maps(root, "docs/cache.md") == (parse(GUIDE["docs/cache.md"]), 1)  # parsed again
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh
+    for p in copies:  # damaged copies are ignored
+        p.write_bytes(b"\x00not a map")
+    assert _maps(root, "docs/cache.md") == (parse(GUIDE["docs/cache.md"]), 0)  # the note is read again
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh
+
+
+def _maps(root: Path, path: str) -> tuple[object, int]:
+    from gitpilot.context.cache import load_maps
+    from gitpilot.context.markdown import parse, split_lines
+    from gitpilot.repo import Repo
+
+    text = (root / path).read_text()
+    blob = git(root, "rev-parse", f"HEAD:{path}").strip()
+    maps, parsed = load_maps(Repo.discover(root), {path: (blob, text, split_lines(text))},
+                             lambda t, lines: parse(t, None, lines))
+    return maps[path], parsed

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gitpilot import __version__
 
@@ -56,19 +57,18 @@ def load_maps(
 
     Returns the maps by path and how many files were parsed.
     """
-    from gitpilot.context.markdown import SectionMap
     from gitpilot.errors import PilotError
     from gitpilot.store.notes import NotesStore
 
     store = NotesStore(repo, SECTIONS_REF)
     blobs = sorted({blob for blob, _, _ in items.values() if blob})
-    stored = read_notes(repo, blobs) if (use_cache and blobs) else {}
+    known = read_notes(repo, blobs, mirror=NoteMirror(repo.pilot_dir)) if (use_cache and blobs) else {}
     maps: dict[str, SectionMap] = {}
     fresh: dict[str, bytes] = {}
     parsed = 0
     for path in sorted(items):
         blob, text, lines = items[path]
-        smap = SectionMap.from_json(stored[blob]) if blob in stored else None
+        smap = known.get(blob)
         if smap is not None and not _fits(smap, lines):
             smap = None  # a note that does not fit this text is ignored, and replaced
         if smap is None:
@@ -138,12 +138,13 @@ def put_notes(repo: Repo, store: NotesStore, entries: Mapping[str, bytes], messa
         store.put(entries, message)
 
 
-def read_notes(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
+def read_notes(repo: Repo, oids: Iterable[str], mirror: NoteMirror | None = None) -> dict[str, Any]:
     """The section-map notes of ``oids``: one ``ls-tree`` of the notes tree, one batch read.
 
     (``NotesStore.read_many`` resolves a ``ref:path`` per object, which costs seconds for
-    thousands of files; any fan-out depth is understood here.)
-    """
+    thousands of files; any fan-out depth is understood here.) Without ``mirror``, the notes'
+    bytes; with it, the maps they hold (None for a note that is not a map), each note read and
+    parsed once on this machine (``NoteMirror``, by the note's own blob id)."""
     tip = repo.rev_parse(SECTIONS_REF)
     if tip is None:
         return {}
@@ -159,8 +160,63 @@ def read_notes(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
         if oid in wanted:
             found[oid] = parts[2].decode("ascii")
     names = sorted(found)
-    bodies = repo.cat_file_batch([found[o] for o in names])
-    return {o: b for o, b in zip(names, bodies, strict=True) if b is not None}
+    if mirror is None:
+        bodies = repo.cat_file_batch([found[o] for o in names])
+        return {o: b for o, b in zip(names, bodies, strict=True) if b is not None}
+    from gitpilot.context.markdown import SectionMap
+
+    out: dict[str, Any] = {o: mirror.get(found[o]) for o in names}
+    todo = [o for o in names if out[o] is None]
+    for o, body in zip(todo, repo.cat_file_batch([found[o] for o in todo]), strict=True):
+        if body is None:
+            del out[o]
+            continue
+        out[o] = smap = SectionMap.from_json(body)
+        if smap is not None:
+            mirror.put(found[o], smap)
+    return out
+
+
+class NoteMirror:
+    """Parsed section-map notes, machine-local, by the note's blob id
+    (``<git common dir>/pilot/maps/``): a note is read and parsed from JSON once, then loaded as
+    plain values. The note's id names its exact bytes, so a copy is what parsing them gives; a
+    copy that does not load is ignored. What is read from it is checked against the file's
+    lines as a note is (``_fits``)."""
+
+    def __init__(self, pilot_dir: Path | None) -> None:
+        self.root = pilot_dir / "maps" if pilot_dir is not None else None
+
+    def _path(self, oid: str) -> Path | None:
+        if self.root is None or len(oid) < 3 or not all(c in "0123456789abcdef" for c in oid):
+            return None
+        return self.root / oid[:2] / oid[2:]
+
+    def get(self, oid: str) -> SectionMap | None:
+        from gitpilot.context.markdown import map_from_marshal
+
+        path = self._path(oid)
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        return map_from_marshal(data)
+
+    def put(self, oid: str, smap: SectionMap) -> None:
+        """Keep ``smap`` (best effort: a copy that cannot be written is only slower)."""
+        from gitpilot.context.markdown import map_to_marshal
+        from gitpilot.fileio import atomic_write
+
+        path = self._path(oid)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, map_to_marshal(smap))
+        except OSError:
+            pass
 
 
 def refresh_maps(repo: Repo, old: str, new: str, *, patterns: Iterable[str] = ("*.md", "*.mdx")) -> int:

@@ -110,6 +110,29 @@ class SectionMap:
             return None
 
 
+def map_to_marshal(smap: SectionMap) -> bytes:
+    """A map as plain values, for the machine-local copy of a parsed note (``NoteMirror``)."""
+    import marshal
+
+    return marshal.dumps((MAP_VERSION, smap.line_count, tuple(tuple(s) for s in smap.sections), smap.always))
+
+
+def map_from_marshal(data: bytes) -> SectionMap | None:
+    """A map written by ``map_to_marshal`` (None when it is not one this version wrote)."""
+    import marshal
+
+    try:
+        version, line_count, rows, always = marshal.loads(data)
+        if version != MAP_VERSION:
+            return None
+        secs = tuple(map(Section._make, rows))
+        if any(s.pos != i or len(s) != len(Section._fields) for i, s in enumerate(secs)):
+            return None
+        return SectionMap(line_count, secs, tuple(always), _children(secs))
+    except (ValueError, EOFError, TypeError, IndexError):
+        return None
+
+
 # What ``str.splitlines`` ends a line at besides \n (markdown-it ends lines at \r and \n only).
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
