@@ -389,7 +389,7 @@ GUIDE = {
 
 
 def _capsule(root: Path, task: str, *, use_cache: bool = True) -> str:
-    from gitpilot.context.capsule import build_capsule
+    from gitpilot.context.runner import build_capsule
     from gitpilot.repo import Repo
 
     return build_capsule(Repo.discover(root), task, use_cache=use_cache).text
