@@ -20,6 +20,8 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 MAP_VERSION = 2  # 2: always-markers only at the start of a line
@@ -125,8 +127,9 @@ def map_from_marshal(data: bytes) -> SectionMap | None:
         version, line_count, rows, always = marshal.loads(data)
         if version != MAP_VERSION:
             return None
-        secs = tuple(map(Section._make, rows))
-        if any(s.pos != i or len(s) != len(Section._fields) for i, s in enumerate(secs)):
+        # made without a Python call a section (tuple.__new__ is what Section._make calls)
+        secs = tuple(map(partial(tuple.__new__, Section), rows))
+        if set(map(len, secs)) - {len(Section._fields)} or list(map(itemgetter(0), secs)) != list(range(len(secs))):
             return None
         return SectionMap(line_count, secs, tuple(always), _children(secs))
     except (ValueError, EOFError, TypeError, IndexError):
