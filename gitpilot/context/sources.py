@@ -537,7 +537,10 @@ def read_text(root: Path, path: str) -> Loaded:
         return Loaded(None, "not-utf8")
 
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Where the system has no O_NOFOLLOW/O_DIRECTORY, every read takes the long way.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+_FAST_READ = hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
 
 
 def _read_plain(root: Path, path: str) -> bytes | int | None:
@@ -547,12 +550,12 @@ def _read_plain(root: Path, path: str) -> bytes | int | None:
     else (a symlink on the way, a missing file, a path with ``.`` or ``..`` parts), which
     ``read_text`` then resolves the long way. The file itself is opened by its full path, as
     every other read names it."""
-    if not _plain(path) or path.startswith("~"):
+    if not _FAST_READ or not _plain(path) or path.startswith("~"):
         return None
     parts = path.split("/")
     if len(parts) > 1:
         try:
-            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = os.open(root, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return None
         try:
@@ -565,7 +568,7 @@ def _read_plain(root: Path, path: str) -> bytes | int | None:
         finally:
             os.close(fd)
     try:
-        file_fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        file_fd = os.open(os.path.join(root, path), os.O_RDONLY | _NOFOLLOW)
     except OSError:
         return None
     try:
