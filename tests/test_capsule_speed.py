@@ -474,3 +474,24 @@ def _maps(root: Path, path: str) -> tuple[object, int]:
     maps, parsed = load_maps(Repo.discover(root), {path: (blob, text, split_lines(text))},
                              lambda t, lines: parse(t, None, lines))
     return maps[path], parsed
+
+
+def test_stored_statistics_give_back_every_posting_and_an_inconsistent_record_is_refused() -> None:
+    from array import array
+
+    from gitpilot.context.markdown import parse, split_lines
+    from gitpilot.context.terms import DocTerms, compute
+
+    text = DOCS["docs/providers/minimax.md"]
+    lines = split_lines(text)
+    fresh = compute(parse(text, None, lines), lines)
+    back = DocTerms.from_bytes(fresh.to_bytes())
+    assert back is not None and back.postings == fresh.postings and fresh.postings
+    assert back.has("video") and not back.has("vide") and list(back.post("absent")) == []
+    assert back.post("video") == fresh.post("video") and len(back.post("video")) % 2 == 0
+    bounds = array(next(c for c in "IL" if array(c).itemsize == 4))  # as the store keeps them
+    bounds.frombytes(back.starts)
+    for broken in (list(reversed(bounds)), [*bounds[:-1], bounds[-1] + 1], list(bounds[:-1])):
+        bad = DocTerms(back.index, array(bounds.typecode, broken).tobytes(), back.buffer, back.lengths,
+                       back.headings, back.plens, back.title_postings)
+        assert DocTerms.from_bytes(bad.to_bytes()) is None

@@ -197,8 +197,8 @@ class _Matches:
                 heads[t] = heads.get(t, 0) + 2
         self.heads = heads
         body = dict(heads)
-        packed, post_of = dt.packed, dt.post
-        self.in_text = sorted(t for t in weights if t in packed)
+        has, post_of = dt.has, dt.post
+        self.in_text = sorted(t for t in weights if has(t))
         for t in sorted(self.in_text, key=lambda t: (post_of(t)[0], t)):
             post = post_of(t)
             body[t] = body.get(t, 0) + sum(post[1::2])

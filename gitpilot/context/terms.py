@@ -15,6 +15,7 @@ a file with a credential in it is never cached at all.
 from __future__ import annotations
 
 import marshal
+import operator
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
@@ -22,38 +23,45 @@ from pathlib import Path
 
 from gitpilot.context.markdown import SectionMap, range_text
 
-FORMAT = 3  # 3: each token's postings packed as machine integers (2: lists of ints)
+FORMAT = 4  # 4: one index string and one buffer a file (3: a dict of packed postings; 2: lists)
 TermCounts = dict[str, int]
 # Four-byte unsigned integers in this machine's order (the cache is machine-local); a record of
 # another layout is not read.
 _CODE = next(c for c in "IL" if array(c).itemsize == 4)
 _LAYOUT = (FORMAT, _CODE, sys.byteorder)
+_PAIR = 8  # bytes of one (section, count) posting
 
 
 class DocTerms:
     """The counts of one file, arranged so that a task looks up only its own words.
 
     - ``post(token)``: the sections whose own text holds the token, as ``pos, count, pos,
-      count, ...`` in section order (kept packed until a task asks: a file has hundreds of tokens
-      and a task a few dozen);
+      count, ...`` in section order. They are kept as loaded until a task asks: ``index`` is the
+      file's tokens, one a line between newlines, and token ``i``'s postings are the pairs
+      ``starts[i]`` to ``starts[i + 1]`` of ``buffer``; a task's few dozen words are found in the
+      index string, and the hundreds of other tokens are never made into objects;
     - ``lengths``: each section's number of tokens (of its own text, below its heading line);
     - ``headings``: each section's title tokens;
     - ``plens``: each section's heading-path length (its title's tokens and its ancestors');
     - ``title_postings``: each title token -> the sections whose title holds it, once an occurrence.
     """
 
-    __slots__ = ("packed", "lengths", "headings", "plens", "title_postings", "heads_total", "length_total",
-                 "plen_total", "_open")
+    __slots__ = ("index", "starts", "buffer", "lengths", "headings", "plens", "title_postings", "heads_total",
+                 "length_total", "plen_total", "_open", "_starts")
 
     def __init__(
         self,
-        packed: dict[str, bytes],
+        index: str,
+        starts: bytes,
+        buffer: bytes,
         lengths: list[int],
         headings: list[list[str]],
         plens: list[int],
         title_postings: dict[str, list[int]],
     ) -> None:
-        self.packed = packed
+        self.index = index
+        self.starts = starts
+        self.buffer = buffer
         self.lengths = lengths
         self.headings = headings  # each section's title tokens
         self.plens = plens
@@ -62,20 +70,43 @@ class DocTerms:
         self.length_total = sum(lengths)
         self.plen_total = sum(plens)
         self._open: dict[str, Sequence[int]] = {}
+        self._starts: Sequence[int] | None = None
+
+    @classmethod
+    def of(cls, postings: dict[str, list[int]], lengths: list[int], headings: list[list[str]], plens: list[int],
+           title_postings: dict[str, list[int]]) -> DocTerms:
+        """The counts from each token's postings (``pos, count, ...``)."""
+        starts = array(_CODE, [0])
+        for post in postings.values():
+            starts.append(starts[-1] + len(post) // 2)
+        buffer = b"".join(array(_CODE, post).tobytes() for post in postings.values())
+        index = "\n" + "".join(t + "\n" for t in postings)
+        return cls(index, starts.tobytes(), buffer, lengths, headings, plens, title_postings)
+
+    def has(self, token: str) -> bool:
+        return ("\n" + token + "\n") in self.index
 
     def post(self, token: str) -> Sequence[int]:
         """The postings of ``token`` (empty when no section holds it)."""
         got = self._open.get(token)
         if got is None:
             got = array(_CODE)
-            got.frombytes(self.packed.get(token, b""))
+            at = self.index.find("\n" + token + "\n")
+            if at >= 0:
+                i = self.index.count("\n", 0, at)  # the token's place in the index
+                bounds = self._starts
+                if bounds is None:
+                    unpacked = array(_CODE)
+                    unpacked.frombytes(self.starts)
+                    bounds = self._starts = unpacked
+                got.frombytes(self.buffer[bounds[i] * _PAIR : bounds[i + 1] * _PAIR])
             self._open[token] = got
         return got
 
     @property
     def postings(self) -> dict[str, list[int]]:
         """Every token's postings, unpacked (for tests and tools)."""
-        return {t: list(self.post(t)) for t in self.packed}
+        return {t: list(self.post(t)) for t in self.index.split("\n") if t}
 
     def section_counts(self, pos: int) -> TermCounts:
         """The token counts of one section (a slow look-up over every posting: for tests and tools)."""
@@ -86,11 +117,15 @@ class DocTerms:
                     out[t] = post[i + 1]
         return out
 
+    def _state(self) -> tuple[object, ...]:
+        return (self.index, self.starts, self.buffer, self.lengths, self.headings, self.plens, self.title_postings)
+
     def to_bytes(self) -> bytes:
-        return marshal.dumps((_LAYOUT, self.packed, self.lengths, self.headings, self.plens, self.title_postings))
+        return marshal.dumps((_LAYOUT, self.index, self.starts, self.buffer, self.lengths, self.headings, self.plens,
+                              self.title_postings))
 
     def __getstate__(self) -> tuple[object, ...]:
-        return (self.packed, self.lengths, self.headings, self.plens, self.title_postings)
+        return self._state()
 
     def __setstate__(self, state: tuple[object, ...]) -> None:
         self.__init__(*state)  # type: ignore[misc]
@@ -99,14 +134,26 @@ class DocTerms:
     def from_bytes(cls, data: bytes) -> DocTerms | None:
         try:
             layout, *rest = marshal.loads(data)
-            packed, lengths, headings, plens, titles = rest
+            index, starts, buffer, lengths, headings, plens, titles = rest
         except (ValueError, EOFError, TypeError):
             return None
         if layout != _LAYOUT or not (len(lengths) == len(headings) == len(plens)):
             return None
-        if not isinstance(packed, dict) or any(n % 8 for n in set(map(len, packed.values()))):
-            return None  # every posting is a pair of four-byte integers
-        return cls(packed, lengths, headings, plens, titles)
+        if not (isinstance(index, str) and isinstance(starts, bytes) and isinstance(buffer, bytes)):
+            return None
+        if not index.startswith("\n") or not index.endswith("\n"):
+            return None
+        bounds = array(_CODE)
+        try:
+            bounds.frombytes(starts)
+        except ValueError:
+            return None
+        # one bound a token and one more, rising from 0 to the buffer's last pair
+        if len(bounds) != index.count("\n") or bounds[0] != 0 or bounds[-1] * _PAIR != len(buffer):
+            return None
+        if not all(map(operator.le, bounds, bounds[1:])):
+            return None
+        return cls(index, starts, buffer, lengths, headings, plens, titles)
 
 
 def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
@@ -135,7 +182,7 @@ def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
             else:
                 post += (pos, n)
         lengths.append(sum(counts.values()))
-    return DocTerms({t: array(_CODE, v).tobytes() for t, v in postings.items()}, lengths, headings, plens, titles)
+    return DocTerms.of(postings, lengths, headings, plens, titles)
 
 
 class TermCache:
