@@ -47,7 +47,7 @@ class DocTerms:
     """
 
     __slots__ = ("index", "starts", "buffer", "lengths", "headings", "plens", "title_postings", "heads_total",
-                 "length_total", "plen_total", "_open", "_starts")
+                 "length_total", "plen_total", "_open", "_starts", "_tokens")
 
     def __init__(
         self,
@@ -71,6 +71,7 @@ class DocTerms:
         self.plen_total = sum(plens)
         self._open: dict[str, Sequence[int]] = {}
         self._starts: Sequence[int] | None = None
+        self._tokens: frozenset[str] | None = None
 
     @classmethod
     def of(cls, postings: dict[str, list[int]], lengths: list[int], headings: list[list[str]], plens: list[int],
@@ -84,7 +85,10 @@ class DocTerms:
         return cls(index, starts.tobytes(), buffer, lengths, headings, plens, title_postings)
 
     def has(self, token: str) -> bool:
-        return ("\n" + token + "\n") in self.index
+        tokens = self._tokens
+        if tokens is None:  # (one split a file: cheaper than a scan of the index a word)
+            tokens = self._tokens = frozenset(self.index.split("\n"))
+        return bool(token) and token in tokens
 
     def post(self, token: str) -> Sequence[int]:
         """The postings of ``token`` (empty when no section holds it)."""
