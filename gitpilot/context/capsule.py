@@ -205,6 +205,7 @@ def _candidates(
                 linked=p in linked,
                 front=frontmatter.parse(lines),
                 terms=terms_for(cache, src.blob, smap, lines, cacheable=clean),
+                text=files.texts[p],
             )
         )
     return docs

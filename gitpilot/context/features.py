@@ -66,6 +66,7 @@ class Doc:
     linked: bool = False  # linked from an instruction or rule file
     front: FrontMatter = NONE
     terms: DocTerms | None = None  # cached term counts (computed when None)
+    text: str = ""  # the exact text, "".join(lines), where the caller has it at hand
 
 
 @dataclass
@@ -419,7 +420,7 @@ def _counts(toks: Sequence[str]) -> dict[str, int]:
 
 def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]) -> list[list[int]]:
     """For each identifier, the (1-based) lines of ``doc`` it occurs on ([] when it does not)."""
-    text = "".join(doc.lines)
+    text = doc.text or "".join(doc.lines)
     low = text.lower()
     out: list[list[int]] = []
     starts: list[int] | None = None
