@@ -255,14 +255,16 @@ class Repo:
     def index_entries(self) -> list[IndexEntry]:
         """Every entry of the index (``git ls-files -s``), in git's order, conflict stages and
         submodules included. Paths are exact: bytes that are not UTF-8 stay surrogate escapes."""
-        out = self.git("ls-files", "-s", "-z")
+        # Decoded whole, once: the fields are ASCII and a path's bytes never run into the tab or
+        # NUL around it, so each path comes out as its own surrogateescape decoding would.
+        out = self.git("ls-files", "-s", "-z").decode("utf-8", "surrogateescape")
         entries: list[IndexEntry] = []
-        add = entries.append
-        for rec in out.split(b"\0"):
+        add, make = entries.append, IndexEntry._make
+        for rec in out.split("\0"):
             if rec:
-                meta, _, path = rec.partition(b"\t")
-                mode, oid, stage = meta.decode().split(" ")
-                add(IndexEntry(path.decode("utf-8", "surrogateescape"), mode, oid, stage))
+                meta, _, path = rec.partition("\t")
+                mode, oid, stage = meta.split(" ")
+                add(make((path, mode, oid, stage)))
         return entries
 
     def worktree_changed(self, paths: Sequence[str]) -> set[str]:
