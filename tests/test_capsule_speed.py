@@ -374,8 +374,12 @@ def test_a_file_of_imports_only_is_told_apart_as_before() -> None:
         return bool(lines) and all(rx.match(ln) for ln in lines)
 
     for text in ("@AGENTS.md\n", "<!-- x -->\n@a.md\n\n  @b.md  \n", "@a.md\nsee @b.md\n", "# Title\n@a.md\n",
-                 "", "\n\n", "<!-- only -->\n", "mail me@example.com\n", "@a.md\r\n@b.md\r\n", "no at sign\n"):
-        assert only_imports(text) == defined(text), text
+                 "", "\n\n", "<!-- only -->\n", "mail me@example.com\n", "@a.md\r\n@b.md\r\n", "no at sign\n",
+                 # longer than the head that is looked at first: a line cut by it, a decision after it
+                 "@docs/a-long-name.md\n" * 300, "@a.md\n" * 600 + "text after the head\n",
+                 "@a.md\r\n" * 400 + "@b.md", "# Title @x\n" + "x" * 5000, "\n" * 3000 + "@a.md\n"):
+        assert only_imports(text) == defined(text), text[:40]
+    assert only_imports("@docs/a-long-name.md\n" * 300) and not only_imports("@a.md\n" * 600 + "text\n")
 
 
 # --- the term statistics cache: reused only where it is the same, never served stale ---------------
@@ -495,3 +499,21 @@ def test_stored_statistics_give_back_every_posting_and_an_inconsistent_record_is
         bad = DocTerms(back.index, array(bounds.typecode, broken).tobytes(), back.buffer, back.lengths,
                        back.headings, back.plens, back.title_postings)
         assert DocTerms.from_bytes(bad.to_bytes()) is None
+
+
+def test_path_patterns_match_as_before() -> None:
+    from gitpilot.context.sources import glob_regex, matches
+
+    def defined(path: str, patterns: list[str]) -> bool:
+        for p in patterns:
+            if p.startswith("*.") and "/" not in p and not any(c in p[2:] for c in "*?["):
+                if path.lower().endswith(p[1:].lower()):
+                    return True
+            elif glob_regex(p).match(path):
+                return True
+        return False
+
+    paths = ["README.md", "docs/Guide.MD", "a/b/c.mdx", "notes.txt", "docs/x.md.bak", ".claude/rules/t.md", "md"]
+    for patterns in (["*.md", "*.mdx"], ["*.MD"], ["docs/*"], ["*.m?"], ["**/rules/*.md"], ["*.md", "docs/"], []):
+        for path in paths:
+            assert matches(path, patterns) == defined(path, patterns), (path, patterns)

@@ -243,13 +243,25 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def matches(path: str, patterns: Iterable[str]) -> bool:
+    low: str | None = None
     for p in patterns:
-        if p.startswith("*.") and "/" not in p and not any(c in p[2:] for c in "*?["):
-            if path.lower().endswith(p[1:].lower()):
+        suffix = _suffix(p)
+        if suffix is not None:
+            if low is None:
+                low = path.lower()
+            if low.endswith(suffix):
                 return True
         elif glob_regex(p).match(path):
             return True
     return False
+
+
+@lru_cache(maxsize=256)
+def _suffix(pattern: str) -> str | None:
+    """The lower-case ending a plain ``*.ext`` pattern stands for (None for any other pattern)."""
+    if pattern.startswith("*.") and "/" not in pattern and not any(c in pattern[2:] for c in "*?["):
+        return pattern[1:].lower()
+    return None
 
 
 def excluded_by_default(path: str) -> bool:
@@ -605,10 +617,21 @@ def imports_of(text: str) -> list[str]:
     return out
 
 
+_HEAD = 2048  # characters of a file ``only_imports`` looks at first
+
+
 def only_imports(text: str) -> bool:
     """True when every non-blank line is an ``@import`` (the file just points elsewhere)."""
     if "@" not in text:
         return False  # (most files: no line of them can be an import)
+    head = text[:_HEAD]
+    if len(head) < len(text):
+        # The first lines decide almost every file: those wholly inside the head are lines of the
+        # text (splitting a text at a line break gives the same lines before it).
+        for ln in head.splitlines()[:-1]:
+            bare = ln.strip()
+            if bare and not bare.startswith("<!--") and not _IMPORT.match(ln):
+                return False
     seen = False
     for ln in text.splitlines():
         bare = ln.strip()
