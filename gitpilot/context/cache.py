@@ -185,38 +185,21 @@ class NoteMirror:
     lines as a note is (``_fits``)."""
 
     def __init__(self, pilot_dir: Path | None) -> None:
-        self.root = pilot_dir / "maps" if pilot_dir is not None else None
+        from gitpilot.context.terms import ObjectFiles
 
-    def _path(self, oid: str) -> Path | None:
-        if self.root is None or len(oid) < 3 or not all(c in "0123456789abcdef" for c in oid):
-            return None
-        return self.root / oid[:2] / oid[2:]
+        self.files = ObjectFiles(pilot_dir / "maps" if pilot_dir is not None else None)
 
     def get(self, oid: str) -> SectionMap | None:
         from gitpilot.context.markdown import map_from_marshal
 
-        path = self._path(oid)
-        if path is None:
-            return None
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        return map_from_marshal(data)
+        data = self.files.read(oid)
+        return None if data is None else map_from_marshal(data)
 
     def put(self, oid: str, smap: SectionMap) -> None:
         """Keep ``smap`` (best effort: a copy that cannot be written is only slower)."""
         from gitpilot.context.markdown import map_to_marshal
-        from gitpilot.fileio import atomic_write
 
-        path = self._path(oid)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, map_to_marshal(smap))
-        except OSError:
-            pass
+        self.files.write(oid, map_to_marshal(smap))
 
 
 def refresh_maps(repo: Repo, old: str, new: str, *, patterns: Iterable[str] = ("*.md", "*.mdx")) -> int:

@@ -189,39 +189,54 @@ def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
     return DocTerms.of(postings, lengths, headings, plens, titles)
 
 
-class TermCache:
-    """Per-blob term statistics under ``<git common dir>/pilot/terms/``."""
+class ObjectFiles:
+    """Machine-local files named by a git object id, ``<dir>/<2 hex>/<the rest>``, read and
+    written best effort (a store that cannot be written is only slower)."""
 
-    def __init__(self, pilot_dir: Path | None) -> None:
-        self.root = pilot_dir / "terms" if pilot_dir is not None else None
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
 
-    def _path(self, blob: str) -> Path | None:
-        if self.root is None or len(blob) < 3 or not all(c in "0123456789abcdef" for c in blob):
+    def _path(self, oid: str) -> Path | None:
+        if self.root is None or len(oid) < 3 or not all(c in "0123456789abcdef" for c in oid):
             return None
-        return self.root / blob[:2] / blob[2:]
+        return self.root / oid[:2] / oid[2:]
 
-    def get(self, blob: str) -> DocTerms | None:
-        path = self._path(blob)
+    def read(self, oid: str) -> bytes | None:
+        path = self._path(oid)
         if path is None:
             return None
         try:
-            data = path.read_bytes()
+            return path.read_bytes()
         except OSError:
             return None
-        return DocTerms.from_bytes(data)
 
-    def put(self, blob: str, terms: DocTerms) -> None:
-        """Store ``terms`` (best effort: a cache that cannot be written is only slower)."""
-        path = self._path(blob)
+    def write(self, oid: str, data: bytes) -> None:
+        path = self._path(oid)
         if path is None:
             return
         from gitpilot.fileio import atomic_write
 
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, terms.to_bytes())
+            atomic_write(path, data)
         except OSError:
             pass
+
+
+class TermCache:
+    """Per-blob term statistics under ``<git common dir>/pilot/terms/``."""
+
+    def __init__(self, pilot_dir: Path | None) -> None:
+        self.files = ObjectFiles(pilot_dir / "terms" if pilot_dir is not None else None)
+        self.root = self.files.root
+
+    def get(self, blob: str) -> DocTerms | None:
+        data = self.files.read(blob)
+        return None if data is None else DocTerms.from_bytes(data)
+
+    def put(self, blob: str, terms: DocTerms) -> None:
+        """Store ``terms`` (best effort: a cache that cannot be written is only slower)."""
+        self.files.write(blob, terms.to_bytes())
 
 
 def terms_for(
