@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing costs import time on the hook's hot path
     from typing import Any
 
 
-def loads(line: bytes) -> dict[str, Any] | None:
+def loads(line: bytes | str) -> dict[str, Any] | None:
     """One JSON object line, or None (not JSON, or not an object)."""
     try:
         rec = json.loads(line)

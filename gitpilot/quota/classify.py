@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from gitpilot.agents.sessionfiles import loads
 from gitpilot.quota import resets
 from gitpilot.quota.resets import ResetDecision, StatedReset
 
@@ -243,7 +244,7 @@ _SUCCESS = object()
 def _items(text: str) -> Iterator[object]:
     stripped = text.strip()
     if stripped.startswith("{") and "\n" in stripped:
-        whole = _load(stripped)
+        whole = loads(stripped)
         if whole is not None:  # one pretty-printed JSON document (a hook input, an API body)
             yield from _from_json(whole)
             return
@@ -251,7 +252,7 @@ def _items(text: str) -> Iterator[object]:
         line = line.strip()
         if not line:
             continue
-        obj = _load(line) if line.startswith("{") else None
+        obj = loads(line) if line.startswith("{") else None
         if obj is not None:
             yield from _from_json(obj)
         else:
@@ -274,14 +275,6 @@ def _tail(text: str, limit: int = SCAN_CHARS) -> str:
     if cut == -1 and not text[-limit - 1].isspace():
         cut = next((i for i, ch in enumerate(tail[:4096]) if ch.isspace()), -1)
     return tail[cut + 1 :] if cut != -1 else tail
-
-
-def _load(text: str) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 def _from_json(obj: dict[str, Any]) -> Iterator[object]:
