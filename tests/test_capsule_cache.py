@@ -220,3 +220,35 @@ def test_the_express_path_steps_aside_when_a_missing_file_appears_or_a_source_go
     assert stamp.express(str(root), TASK) is None
     assert "Imported rule one" not in run_pilot("capsule", "--task", TASK, "--print", cwd=root).stdout
 
+
+
+def test_a_capsule_chosen_by_other_code_is_never_served(tmp_path: Path) -> None:
+    """Same version number, different selection code (a development build, an upgrade that kept the
+    number): neither the stamp, the stored files nor the task record serve the old capsule; the
+    same code reinstalled (new file times, same bytes) still reuses it."""
+    repo = _repo(tmp_path)
+    root = repo.workdir
+    code = tmp_path / "code"
+    shutil.copytree(REPO_ROOT / "gitpilot", code / "gitpilot", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(code)}
+
+    def capsule() -> str:
+        proc = subprocess.run([sys.executable, "-m", "gitpilot", "capsule", "--task", TASK], cwd=root,
+                              capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert "capsule built" in capsule()
+    assert "capsule reused" in capsule()
+    weights = code / "gitpilot" / "context" / "weights.py"
+    weights.write_text(weights.read_text() + "\n# a changed line of selection code\n")
+    assert "capsule built" in capsule()  # the stamp and the stored capsule were both refused
+    assert "capsule reused" in capsule()
+    for stored in (root / ".git" / "pilot").glob("capsule-*"):
+        stored.unlink()  # only the task record is left
+    weights.write_text(weights.read_text() + "# another\n")
+    assert "capsule built" in capsule()
+    before = weights.read_bytes()
+    weights.unlink()
+    weights.write_bytes(before)  # reinstalled: a new file, the same bytes
+    assert "capsule reused" in capsule()

@@ -3,13 +3,16 @@
 Section maps are notes on the blob id of each Markdown file in ``refs/notes/pilot/sections``
 (headings, levels, line ranges, hashes; never text), so a file whose blob did not change is
 never parsed again, in any branch or worktree. The fingerprint is blake3 over the git pilot
-version, the capsule options, the task id and every source's path, roles, status and blob id:
-a capsule is reused only when it matches, so a changed rule is never reported as unchanged.
+version and code (``code_id``), the capsule options, the task id and every source's path,
+roles, status and blob id: a capsule is reused only when it matches, so a changed rule is
+never reported as unchanged, and a capsule chosen by other code is never served as current.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,12 +29,31 @@ FAST_IMPORT_MIN = 50  # from this many new notes on, write them as one pack
 FORMAT = "capsule-v2"
 
 
+@functools.cache
+def code_id() -> str:
+    """blake3 over the code that selects a capsule (``stamp.code_files``): a reuse key part that
+    changes with the code even where the version number does not, and not with a reinstall."""
+    import blake3
+
+    from gitpilot.context.stamp import code_files
+
+    h = blake3.blake3()
+    for path in code_files():
+        h.update(os.path.basename(path).encode("utf-8") + b"\0")
+        try:
+            h.update(Path(path).read_bytes())
+        except OSError:
+            h.update(b"\0(missing)")
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def fingerprint(options: Mapping[str, object], task_id: str, sources: Iterable[Mapping[str, object]]) -> str:
     """blake3 over what the capsule depends on (sources given as path/roles/status/blob records)."""
     import blake3
 
     h = blake3.blake3()
-    head = {"format": FORMAT, "version": __version__, "options": options, "task": task_id}
+    head = {"format": FORMAT, "version": __version__, "code": code_id(), "options": options, "task": task_id}
     h.update(json.dumps(head, sort_keys=True, separators=(",", ":")).encode("utf-8"))
     for rec in sorted(sources, key=lambda r: str(r["path"])):
         line = "\0".join(

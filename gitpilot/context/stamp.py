@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-STAMP_FORMAT = 7  # 7: names separated by NUL (a name may hold a newline)
+STAMP_FORMAT = 8  # 8: the code's signature (7: names separated by NUL, as a name may hold a newline)
+CODE_OUTSIDE_CONTEXT = ("redact.py", "config.py")
 CONFIG_PROBES = (".gitpilot.toml", ".autopilot/config.json")
 # git's racy window: a file whose mtime is this close to (or after) the moment its content
 # was read may change again without its signature changing.
@@ -65,6 +66,26 @@ def signature(path: str | os.PathLike[str]) -> list[int]:
     except OSError:
         return []
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode]
+
+
+def code_files() -> list[str]:
+    """The source files that decide what a capsule holds: the context package, redaction, config defaults.
+
+    A capsule built by other code (an upgrade, a reinstall, a development build that kept the
+    version number) is never served as if this code had chosen it.
+    """
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ctx = os.path.join(pkg, "context")
+    try:
+        names = sorted(n for n in os.listdir(ctx) if n.endswith(".py"))
+    except OSError:
+        names = []
+    return [os.path.join(ctx, n) for n in names] + [os.path.join(pkg, n) for n in CODE_OUTSIDE_CONTEXT]
+
+
+def code_signature() -> list[list[int]]:
+    """The lstat signatures of ``code_files()``: the express path's cheap test for the same code."""
+    return [signature(p) for p in code_files()]
 
 
 def worktree_and_git_dir(cwd: str) -> tuple[str, str] | None:
@@ -181,6 +202,7 @@ def express(cwd: str | os.PathLike[str], task_text: str, agent: str = "") -> Hit
         or not tid.isalnum()
         or stamp.get("format") != STAMP_FORMAT
         or stamp.get("version") != __version__
+        or stamp.get("code") != code_signature()
         or stamp.get("root") != root
         or stamp.get("index") != signature(os.path.join(git_dir, "index"))
     ):
@@ -232,6 +254,7 @@ def write_stamp(
     body = {
         "format": STAMP_FORMAT,
         "version": __version__,
+        "code": code_signature(),
         "task_id": tid,
         "root": real_root,
         "index": index,
