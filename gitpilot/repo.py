@@ -402,6 +402,29 @@ class Repo:
             have = list(known(full)) if known is not None and scopes else [None] * len(scopes)
             return full, [h or self._matching_tree(env, scope) for h, scope in zip(have, scopes, strict=True)]
 
+    def worktree_scoped_ids(self, scopes: Sequence[Sequence[str]]) -> list[str] | None:
+        """Per scope, the tree id ``worktree_tree_ids`` gives it, worked out without the whole
+        tree: ``git add -A`` limited to the scopes' globs, in a private index, then the entries
+        that match each scope. git looks at the matching files only (a few thousand lstats
+        instead of every file's, and no untracked scan outside them), and nothing is written
+        when none of them changed.
+
+        It is the same id: every path a scope matches is matched by the positive globs given to
+        ``git add``, which updates, adds and removes exactly those entries as ``git add -A .``
+        would; entries outside them keep the user's index's state and no scope lists them.
+        None when git refuses those pathspecs (a glob that matches no file, a path beyond a
+        symbolic link or inside a submodule, an ignored path named, sparse entries): the caller
+        then works out the whole tree, which has no such refusals.
+        """
+        if not scopes or not all(any(not g.startswith("!") for g in scope) for scope in scopes):
+            return None  # a scope of exclusions only matches everything else: the whole tree's work
+        positive = sorted({g for scope in scopes for g in scope if not g.startswith("!")})
+        with self._private_index() as (_tmp, env):
+            add = run_git(["add", "-A", "--", *_pathspecs(positive)], self.workdir, env=env, check=False)
+            if add.returncode != 0:
+                return None
+            return [self._matching_tree(env, scope) for scope in scopes]
+
     def tree_ids_of(self, tree: str, scopes: Sequence[Sequence[str]], write: bool = False) -> list[str]:
         """Per scope, the tree id of the files of ``tree`` that match it (as ``worktree_tree_ids``);
         with ``write`` the trees are also written to the object database (``git ls-tree`` shows them)."""

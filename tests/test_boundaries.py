@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO_ROOT, make_repo, pilot_env
 
 OWNERS = {"pygit2": "gitpilot/repo.py", "tomlkit": "gitpilot/config.py", "colorama": "gitpilot/output.py"}
@@ -67,10 +68,14 @@ def _heavy(args: list[str], cwd: Path) -> str:
     return line[0][6:]
 
 
-def test_a_cache_hit_check_imports_no_heavy_library(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r", {".gitpilot.toml": '[[check]]\nname = "t"\nrun = "true"\n'})
+@pytest.mark.parametrize("files", ["", 'files = ["src/**"]\n'])
+def test_a_cache_hit_check_imports_no_heavy_library(tmp_path: Path, files: str) -> None:
+    repo = make_repo(tmp_path / "r", {".gitpilot.toml": f'[[check]]\nname = "t"\nrun = "true"\n{files}',
+                                      "src/a.py": "a = 1\n"})
     subprocess.run([sys.executable, "-m", "gitpilot", "check"], cwd=repo, env=pilot_env(), check=True,
                    capture_output=True)
+    if files:  # outside the scope: a scoped hit on a whole tree never checked
+        (repo / "NOTES.md").write_text("notes\n")
     assert _heavy(["check"], repo) == ""
 
 

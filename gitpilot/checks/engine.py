@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gitpilot import output
 from gitpilot.checks.records import CHECKS_REF, Record, judge, key_hash, new_record, parse_body, this_platform
-from gitpilot.checks.scope import Scope, Snapshot, scope_of, worktree_snapshot
+from gitpilot.checks.scope import Scope, Snapshot, scope_of, scoped_snapshot, worktree_snapshot
 from gitpilot.config import CheckSpec, Config
 from gitpilot.errors import PilotError, RecordLost
 from gitpilot.repo import Repo
@@ -121,6 +121,14 @@ class WorktreeRun:
 def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: CheckOptions) -> WorktreeRun:
     """Reuse or run each check in ``repo``'s working tree (the user's, or a range's temporary one)."""
     reuse_on = reuse_enabled(cfg)
+    if reuse_on and not opts.force and not opts.json:  # --json reports the whole tree's id
+        # Every check scoped and its pass on record: the scopes' trees alone decide, without
+        # the whole tree's id (git then reads only the scopes' files). Anything else, or a
+        # check that must run, takes the whole way below.
+        scoped = scoped_snapshot(repo, checks)
+        reused = reused_outcomes(repo, cfg, checks, scoped) if scoped is not None else None
+        if scoped is not None and reused is not None:
+            return WorktreeRun(reused, scoped, scoped)
     snap = worktree_snapshot(repo, checks)
     first = snap
     records = load_records_of(repo, snap.trees())
@@ -164,6 +172,7 @@ def check_worktree(repo: Repo, cfg: Config, checks: list[CheckSpec], opts: Check
         else:
             when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             if check.files:
+                assert snap.full is not None  # worktree_snapshot always works out the whole tree
                 scoped_trees[tree] = (snap.full, scope_of(check))
             to_record.setdefault(tree, []).append(new_record(check, key, outcome.result, outcome.seconds,
                                                              outcome.exit_code, email, when))

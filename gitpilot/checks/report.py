@@ -56,6 +56,8 @@ def run_checks(cwd: Path, opts: CheckOptions) -> int:
     if opts.json:
         import json
 
+        # the scoped-only hit, which leaves the whole tree's id out, never serves --json
+        assert run.first.full is not None and run.final.full is not None
         data = as_json(run.first.full, run.final.full, outcomes)
         data["skipped"] = skipped  # not run: --bail stopped at a failure before them
         output.out(json.dumps(data, indent=2, sort_keys=True))

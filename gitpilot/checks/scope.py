@@ -5,11 +5,14 @@ globs is keyed by the tree of its matching files only (git's ``:(glob)`` pathspe
 ``!`` excludes), so an edit outside them reuses its pass. That scoped id is a pure function of
 the whole tree's id and the globs; a small memo in ``<git common dir>/pilot/scopes.memo``
 keeps the recent ones, so a cache hit on an unchanged tree costs no git process beyond the
-whole tree's id. Stdlib only: this is on the cache-hit path.
+whole tree's id. When every check is scoped, a cache hit does not need the whole tree at all:
+``scoped_snapshot`` asks git for the scopes' files only (``Repo.worktree_scoped_ids``).
+Stdlib only: this is on the cache-hit path.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,20 +32,27 @@ def scope_of(check: CheckSpec) -> Scope:
 
 
 class Snapshot:
-    """The checked state: its whole tree id and, per scope, the tree id of the matching files."""
+    """The checked state: its whole tree id and, per scope, the tree id of the matching files.
+
+    ``full`` is None in a snapshot of scoped checks only (``scoped_snapshot``), where nothing
+    asks for the whole tree.
+    """
 
     __slots__ = ("full", "scoped")
 
-    def __init__(self, full: str, scoped: dict[Scope, str]) -> None:
+    def __init__(self, full: str | None, scoped: dict[Scope, str]) -> None:
         self.full = full
         self.scoped = scoped
 
     def tree_for(self, check: CheckSpec) -> str:
         scope = scope_of(check)
-        return self.scoped[scope] if scope else self.full
+        if scope:
+            return self.scoped[scope]
+        assert self.full is not None, "a snapshot of scoped checks only asked for the whole tree"
+        return self.full
 
     def trees(self) -> list[str]:
-        return sorted({self.full, *self.scoped.values()})
+        return sorted({*([self.full] if self.full is not None else []), *self.scoped.values()})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Snapshot) and (self.full, self.scoped) == (other.full, other.scoped)
@@ -67,6 +77,39 @@ def worktree_snapshot(repo: Repo, checks: Sequence[CheckSpec]) -> Snapshot:
     return Snapshot(full, dict(zip(scopes, ids, strict=True)))
 
 
+def scoped_snapshot(repo: Repo, checks: Sequence[CheckSpec]) -> Snapshot | None:
+    """The snapshot of the working tree when every check is scoped, without the whole tree's id
+    (``full`` is None): what a cache hit of such checks needs, for a fraction of the whole
+    tree's cost. None when a check is not scoped, or when git refused the scopes' pathspecs
+    (``Repo.worktree_scoped_ids``); a refusal is remembered until the user's index changes, so
+    a scope with a glob that matches nothing does not pay for the attempt on every hit.
+    """
+    scopes = scopes_in(checks)
+    if not scopes or not all(c.files for c in checks):
+        return None
+    memo = _Memo(repo.pilot_dir / MEMO)
+    # per worktree: each has its own index
+    refused = "\0".join(("refused", str(repo.git_dir), *("\1".join(s) for s in scopes)))
+    index = _index_signature(repo)
+    if memo.lookup(refused) == index:
+        return None
+    ids = repo.worktree_scoped_ids(scopes)
+    if ids is None:
+        memo.store({refused: index})
+        return None
+    return Snapshot(None, dict(zip(scopes, ids, strict=True)))
+
+
+def _index_signature(repo: Repo) -> str:
+    """The user's index file, changed by every rewrite (git replaces it by a rename). Not its
+    ctime: the hard links of ``Repo._private_index`` change that on every run."""
+    try:
+        st = os.stat(repo.git_dir / "index")
+    except OSError:
+        return "absent"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
 def tree_snapshot(repo: Repo, tree: str, checks: Sequence[CheckSpec]) -> Snapshot:
     """The snapshot of a stored tree (a commit's), without touching any working tree."""
     scopes = scopes_in(checks)
@@ -87,7 +130,8 @@ def describe(check: CheckSpec) -> str:
 
 
 class _Memo:
-    """(whole tree, scope) -> scoped tree id, kept with marshal; a lost or broken file is empty."""
+    """(whole tree, scope) -> scoped tree id, and the scopes git refused for an index
+    (``scoped_snapshot``), kept with marshal; a lost or broken file is empty."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -110,12 +154,17 @@ class _Memo:
         return self._data
 
     def get(self, tree: str, scope: Scope) -> str | None:
-        value = self._load().get(self._key(tree, scope))
+        return self.lookup(self._key(tree, scope))
+
+    def lookup(self, key: str) -> str | None:
+        value = self._load().get(key)
         return value if isinstance(value, str) else None
 
     def update(self, tree: str, scoped: dict[Scope, str]) -> None:
+        self.store({self._key(tree, s): t for s, t in scoped.items()})
+
+    def store(self, new: dict[str, str]) -> None:
         data = self._load()
-        new = {self._key(tree, s): t for s, t in scoped.items()}
         if all(data.get(k) == v for k, v in new.items()):
             return
         for k in new:
