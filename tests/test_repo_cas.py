@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO_ROOT, git, make_repo
 
 from gitpilot.errors import StaleLock
-from gitpilot.repo import EMPTY_TREE, Repo
+from gitpilot.repo import EMPTY_TREE, Repo, TreeEntry
 from gitpilot.store.tasks import TaskStore, task_id
 
 REF = "refs/pilot/test-cas"
@@ -101,3 +101,37 @@ def test_a_stale_lock_on_a_task_ref_is_named_at_once_and_the_record_is_kept(tmp_
     assert str(caught.value).startswith(f"refs/pilot/tasks/{tid} is locked by {lock}, 60 s old: ")
     assert str(caught.value).endswith(f"if no git is running here, remove it (rm '{lock}')")
     assert store.tip(tid) == before and store.read(tid) == {"task.md": b"first\n"}
+
+
+@pytest.mark.parametrize("date", ["1700000000 +0200", "@1700000000 -0130", None])
+def test_a_task_record_is_the_commit_pygit2_would_write_with_the_users_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, date: str | None
+) -> None:
+    """The record is written with stock git (no pygit2 import on a capsule build): the same
+    blobs, tree and commit, the configured identity, git's pinned date or now."""
+    path = make_repo(tmp_path / "r")
+    if date is None:
+        monkeypatch.delenv("GIT_COMMITTER_DATE", raising=False)
+    else:
+        monkeypatch.setenv("GIT_COMMITTER_DATE", date)
+    git(path, "config", "user.name", "Rec Order")  # the configured name, not GIT_AUTHOR_NAME
+    repo = Repo.discover(path)
+    files = {"capsule.md": b"# capsule\n", "manifest.json": b"{}\n", "task.md": "t\u00e9che\n".encode()}
+    tid = task_id("a task")
+    before = int(time.time())
+    tip = TaskStore(repo).write(tid, files, "pilot: capsule")
+    assert TaskStore(repo).read(tid) == files
+    head = git(path, "cat-file", "commit", tip)
+    assert "\nauthor Rec Order <ada@example.com> " in "\n" + head and head.endswith("\n\npilot: capsule")
+    if date is not None:
+        expected = Repo.discover(path)
+        tree = expected.write_tree(
+            TreeEntry(k.encode(), 0o100644, expected.create_blob(v)) for k, v in sorted(files.items()))
+        assert tip == expected.commit_tree(tree, [], "pilot: capsule")
+    else:
+        when = int(head.split("\ncommitter ", 1)[1].split("\n", 1)[0].rsplit(" ", 2)[1])
+        assert before <= when <= int(time.time()) + 1
+    # A second write on top keeps the first as its parent; the same files again write nothing.
+    again = TaskStore(repo).write(tid, {"state.json": b"{}"}, "pilot: state")
+    assert git(path, "rev-parse", f"{again}^").strip() == tip
+    assert TaskStore(repo).write(tid, {"state.json": b"{}"}, "pilot: state") == again

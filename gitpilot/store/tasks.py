@@ -12,10 +12,9 @@ from pathlib import Path
 
 from gitpilot.errors import PilotError
 from gitpilot.fileio import atomic_write
-from gitpilot.repo import Repo, TreeEntry
+from gitpilot.repo import Repo
 
 _ID = re.compile(r"^[0-9a-f]{8,64}$")
-_BLOB = 0o100644
 
 
 def task_id(task_text: str) -> str:
@@ -85,11 +84,9 @@ class TaskStore:
                                  f"(inspect it with git cat-file -t {ref}, remove it with git update-ref -d {ref})")
             current = (self.read_commit(old) or {}) if old else {}
             new_files = {k: v for k, v in change(dict(current)).items() if v is not None}
-            entries = [TreeEntry(k.encode(), _BLOB, self.repo.create_blob(v)) for k, v in sorted(new_files.items())]
-            tree = self.repo.write_tree(entries)
-            if old is not None and self.repo.commit_tree_of(old) == tree:
+            if old is not None and current == new_files:
                 return None  # nothing changed: the record stays as it is
-            return self.repo.commit_tree(tree, [old] if old else [], message)
+            return self.repo.commit_files(sorted(new_files.items()), [old] if old else [], message)
 
         tip = self.repo.update_ref_retrying(ref, build, message)
         assert tip is not None  # build made a commit, or kept an existing one
