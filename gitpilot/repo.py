@@ -289,8 +289,21 @@ class Repo:
 
     def ignored_files(self, pathspecs: Sequence[str]) -> list[str]:
         """The ignored untracked files that match ``pathspecs``, sorted (names only: git reads no contents)."""
-        proc = self.git_proc("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *pathspecs)
-        return sorted(p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p)
+        return self.ignored_files_later(pathspecs)()
+
+    def ignored_files_later(self, pathspecs: Sequence[str]) -> Callable[[], list[str]]:
+        """``ignored_files``, started now: git walks the tree while the caller works on, and the
+        call returned waits for it."""
+        cwd = self.root if self.root is not None else self.git_dir
+        args = ["git", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *pathspecs]
+        proc = subprocess.Popen(args, cwd=cwd, env=clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+
+        def result() -> list[str]:
+            out, _ = proc.communicate()
+            return sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
+
+        return result
 
     def attributes(self, paths: Sequence[str], names: Sequence[str]) -> list[tuple[str, str, str]]:
         """(path, attribute, value) for each of ``paths`` and attribute ``names`` (``git check-attr``);

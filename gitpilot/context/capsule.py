@@ -116,6 +116,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     from gitpilot.context.select import Ranking
 
     opts: sources.Options = state.options
+    ignored = sources.ignored_context_files_later(repo, opts)  # git lists them meanwhile
     got = prepare(repo, task_text, state, use_cache=use_cache)
     srcs, files, skipped, shown, withheld = got.srcs, got.files, got.skipped, got.shown, got.withheld
     instr, aliases, mandatory, docs = got.instr, got.aliases, got.mandatory, got.docs
@@ -139,8 +140,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
             if sec.withheld:
                 withhold(d.path, d.smap, d.lines, sec, withheld)
     withheld.sort(key=lambda w: (w.path, w.start))
-    ignored = sources.ignored_context_files(repo, opts)
-    for name in ignored:
+    for name in ignored():
         if not any(n == name for n, _ in skipped):
             skipped.append((name, "ignored by git: not read"))
     area_files = got.area.files

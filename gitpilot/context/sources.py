@@ -23,7 +23,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -498,8 +498,15 @@ def resolve_ignored(repo: Repo, sources: dict[str, Source]) -> None:
 
 def ignored_context_files(repo: Repo, opts: Options, limit: int = 50) -> list[str]:
     """Ignored files that would otherwise be context files (names only; git reads no contents)."""
+    return ignored_context_files_later(repo, opts, limit)()
+
+
+def ignored_context_files_later(repo: Repo, opts: Options, limit: int = 50) -> Callable[[], list[str]]:
+    """``ignored_context_files``, started now (git lists them while the caller works on); the call
+    returned gives the list."""
     specs = [p if "/" in p else f":(glob)**/{p}" for p in opts.files]
-    return [n for n in repo.ignored_files(specs) if not _tool_output(n)][:limit]
+    found = repo.ignored_files_later(specs)
+    return lambda: [n for n in found() if not _tool_output(n)][:limit]
 
 
 def _tool_output(path: str) -> bool:
