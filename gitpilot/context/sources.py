@@ -37,6 +37,7 @@ MEMORY_FILES = ("CLAUDE.md", ".claude/CLAUDE.md")
 MEMORY_RULES_DIR = ".claude/rules"
 IMPORT_DEPTH = 5
 DEFAULT_FILES = ("*.md", "*.mdx")
+STAT_CHECK_MIN = 32  # from this many paths on, the index's stat data spares git the unchanged ones
 _IMPORT = re.compile(r"^[ \t]*@(\S+)[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 
@@ -91,7 +92,15 @@ class Inventory:
         if not todo:
             return
         self._checked.update(todo)
-        self._dirty.update(self.repo.worktree_changed(todo))
+        if len(todo) >= STAT_CHECK_MIN:
+            # git matches each index entry against each path named: for many paths, those the
+            # index's stat data shows unchanged are not named at all (``indexstat``)
+            from gitpilot.indexstat import unchanged
+
+            same = unchanged(str(self.root), str(self.repo.git_dir / "index"), todo)
+            todo = [p for p in todo if p not in same]
+        if todo:
+            self._dirty.update(self.repo.worktree_changed(todo))
 
     def is_dirty(self, path: str) -> bool:
         self.check_dirty((path,))
