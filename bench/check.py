@@ -10,8 +10,8 @@ Two variants, timed in alternation in the same run:
   answer cached); the timed hit must reuse CI's pass with no ssh-keygen started;
 * scoped: a clone whose check has ``files`` globs matching 3,000 of the files, and a file
   outside them edited after the pass, so each hit is a scoped reuse on a tree never checked
-  whole; also timed right after a fresh edit outside the scope in every round (the scoped
-  tree id is then worked out anew, not remembered).
+  whole; also timed right after a fresh edit outside the scope in every round (a hit of
+  scoped checks works out the scopes' trees only, so neither edit should cost it anything).
 
 Target: each variant's median at most 2.5 times ``git status --porcelain`` in its repository.
 """
