@@ -517,3 +517,53 @@ def test_path_patterns_match_as_before() -> None:
     for patterns in (["*.md", "*.mdx"], ["*.MD"], ["docs/*"], ["*.m?"], ["**/rules/*.md"], ["*.md", "docs/"], []):
         for path in paths:
             assert matches(path, patterns) == defined(path, patterns), (path, patterns)
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def test_work_spread_over_processes_is_what_one_process_computes() -> None:
+    from gitpilot.context.parallel import MIN_ITEMS, map_all
+
+    items = list(range(3 * MIN_ITEMS + 5))
+    want = [2 * x for x in items]
+
+    def enc(r: int) -> bytes:
+        return str(r).encode()
+
+    def dec(b: bytes) -> int | None:
+        return int(b)
+
+    assert map_all(_double, items, enc, dec, processes=3) == want
+    assert map_all(_double, items[:5], enc, dec, processes=3) == want[:5]  # too few: no fork
+    parent = os.getpid()
+
+    def enc_fails_in_a_copy(r: int) -> bytes:
+        if os.getpid() != parent:
+            raise RuntimeError("a copy that fails")
+        return enc(r)
+
+    # every copy fails, or sends what does not decode: this process does their slices itself
+    assert map_all(_double, items, enc_fails_in_a_copy, dec, processes=3) == want
+    assert map_all(_double, items, enc, lambda b: None, processes=3) == want
+
+
+def test_a_cold_capsule_over_many_files_is_the_same_built_side_by_side(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from gitpilot.context import parallel
+
+    files = {f"docs/topic{i:03d}.md": f"# Topic {i}\n\nThe cache of topic {i} expires.\n\n## Part\n\nMore on {i}.\n"
+             for i in range(2 * parallel.MIN_ITEMS)}
+    root = make_repo(tmp_path / "repo", {**GUIDE, **files})
+    task = "Entries should expire after five minutes: change `expire_entries`"
+    monkeypatch.setattr(parallel, "workers", lambda: 3)
+    spread = _capsule(root, task)  # cold: every map parsed, every file's terms counted, by 3 processes
+    assert (root / ".git" / "pilot" / "terms").is_dir()
+    monkeypatch.setattr(parallel, "workers", lambda: 1)
+    for kind in ("refs/pilot/", "refs/notes/pilot/"):
+        for ref in git(root, "for-each-ref", "--format=%(refname)", kind).split():
+            git(root, "update-ref", "-d", ref)
+    import shutil
+
+    shutil.rmtree(root / ".git" / "pilot")
+    assert _capsule(root, task) == spread == _capsule(root, task, use_cache=False)

@@ -87,18 +87,28 @@ def load_maps(
     known = read_notes(repo, blobs, mirror=NoteMirror(repo.pilot_dir)) if (use_cache and blobs) else {}
     maps: dict[str, SectionMap] = {}
     fresh: dict[str, bytes] = {}
-    parsed = 0
+    todo: list[str] = []
     for path in sorted(items):
         blob, text, lines = items[path]
         smap = known.get(blob)
         if smap is not None and not _fits(smap, lines):
             smap = None  # a note that does not fit this text is ignored, and replaced
         if smap is None:
-            smap = parse(text, lines)
-            parsed += 1
-            if blob:
-                fresh[blob] = smap.to_json()
+            todo.append(path)
+        else:
+            maps[path] = smap
+    from gitpilot.context.markdown import map_from_marshal, map_to_marshal
+    from gitpilot.context.parallel import map_all
+
+    # (parsed side by side on a cold build: each map depends on its file alone)
+    made = map_all(lambda p: parse(items[p][1], items[p][2]), todo, map_to_marshal, map_from_marshal)
+    for path, smap in zip(todo, made, strict=True):
+        blob = items[path][0]
+        if blob:
+            fresh[blob] = smap.to_json()
         maps[path] = smap
+    maps = dict(sorted(maps.items()))
+    parsed = len(todo)
     if fresh and use_cache:
         try:
             put_notes(repo, store, fresh, f"pilot: section maps for {len(fresh)} file(s)")

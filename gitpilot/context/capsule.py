@@ -170,7 +170,7 @@ def _candidates(
     from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
     from gitpilot.context.links import linked_documents
     from gitpilot.context.select import Doc
-    from gitpilot.context.terms import TermCache, terms_for
+    from gitpilot.context.terms import TermCache, terms_for_all
 
     paths = [
         p
@@ -189,10 +189,14 @@ def _candidates(
     linked = linked_documents(pointers, paths)
     frozen = frozen_copies(paths)
     cache = TermCache(repo.pilot_dir)
+    counts = terms_for_all(cache, [
+        (srcs[p].blob, files.maps[p], files.lines[p],
+         srcs[p].status == "clean" and not any(sec.withheld for sec in files.maps[p].sections))
+        for p in paths
+    ])
     docs = []
-    for p in paths:
+    for p, terms in zip(paths, counts, strict=True):
         src, smap, lines = srcs[p], files.maps[p], files.lines[p]
-        clean = src.status == "clean" and not any(sec.withheld for sec in smap.sections)
         nested = "nested" in src.roles
         docs.append(
             Doc(
@@ -204,7 +208,7 @@ def _candidates(
                 kind="archive" if p in frozen else kind_of(p, nested),
                 linked=p in linked,
                 front=frontmatter.parse(lines),
-                terms=terms_for(cache, src.blob, smap, lines, cacheable=clean),
+                terms=terms,
                 text=files.texts[p],
             )
         )

@@ -243,14 +243,28 @@ def terms_for(
     cache: TermCache, blob: str, smap: SectionMap, lines: Sequence[str], *, cacheable: bool
 ) -> DocTerms:
     """The counts of one file: from the cache when its blob is known and the entry fits the map."""
-    if cacheable and blob:
-        got = cache.get(blob)
-        if got is not None and len(got.lengths) == len(smap.sections):
-            return got
-    fresh = compute(smap, lines)
-    if cacheable and blob:
-        cache.put(blob, fresh)
-    return fresh
+    return terms_for_all(cache, [(blob, smap, lines, cacheable)])[0]
+
+
+def terms_for_all(
+    cache: TermCache, files: Sequence[tuple[str, SectionMap, Sequence[str], bool]]
+) -> list[DocTerms]:
+    """``terms_for`` of each (blob, map, lines, cacheable): those not in the cache counted side by
+    side (``parallel``: each file's counts depend on it alone), then stored."""
+    from gitpilot.context.parallel import map_all
+
+    out: list[DocTerms | None] = []
+    for blob, smap, _lines, cacheable in files:
+        got = cache.get(blob) if cacheable and blob else None
+        out.append(got if got is not None and len(got.lengths) == len(smap.sections) else None)
+    todo = [i for i, got in enumerate(out) if got is None]
+    made = map_all(lambda i: compute(files[i][1], files[i][2]), todo, DocTerms.to_bytes, DocTerms.from_bytes)
+    for i, fresh in zip(todo, made, strict=True):
+        out[i] = fresh
+        blob, _smap, _lines, cacheable = files[i]
+        if cacheable and blob:
+            cache.put(blob, fresh)
+    return [t for t in out if t is not None]
 
 
 
