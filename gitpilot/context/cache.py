@@ -84,14 +84,19 @@ def load_maps(
 
     store = NotesStore(repo, SECTIONS_REF)
     blobs = sorted({blob for blob, _, _ in items.values() if blob})
-    known = read_notes(repo, blobs, mirror=NoteMirror(repo.pilot_dir)) if (use_cache and blobs) else {}
+    note_ids: dict[str, str] = {}
+    mirror = NoteMirror(repo.pilot_dir)
+    known = read_notes(repo, blobs, mirror=mirror, note_ids=note_ids) if (use_cache and blobs) else {}
+    fitting = FittingNotes(repo.pilot_dir if use_cache else None)
     maps: dict[str, SectionMap] = {}
     fresh: dict[str, bytes] = {}
     todo: list[str] = []
     for path in sorted(items):
         blob, text, lines = items[path]
         smap = known.get(blob)
-        if smap is not None and not _fits(smap, lines):
+        note = note_ids.get(blob, "")
+        copy = mirror.digests.get(note, "")
+        if smap is not None and not fitting.fits(blob, f"{note}:{copy}" if copy else "", smap, lines):
             smap = None  # a note that does not fit this text is ignored, and replaced
         if smap is None:
             todo.append(path)
@@ -109,6 +114,7 @@ def load_maps(
         maps[path] = smap
     maps = dict(sorted(maps.items()))
     parsed = len(todo)
+    fitting.save()
     if fresh and use_cache:
         try:
             put_notes(repo, store, fresh, f"pilot: section maps for {len(fresh)} file(s)")
@@ -141,6 +147,47 @@ def _fits(smap: SectionMap, lines: list[str]) -> bool:
     return all(1 <= a <= b <= n for a, b in smap.always)
 
 
+class FittingNotes:
+    """The (file blob, note blob, crc32 of the parsed copy) triples ``_fits`` accepted, kept on this
+    machine (``<git common dir>/pilot/maps/fitting-<code>``): they name exact bytes, so what fit
+    once always fits, and a new task does not check 750 maps against their files' lines again
+    (vercel/ai: 45,000 sections and the sha256 of each top-level one). Only the line count is
+    checked again. The list is kept per ``code_id`` (a new ``_fits``, a new list); best effort."""
+
+    def __init__(self, pilot_dir: Path | None) -> None:
+        self.path = pilot_dir / "maps" / f"fitting-{code_id()[:16]}" if pilot_dir is not None else None
+        self.known: set[str] = set()
+        self.new: set[str] = set()
+        if self.path is not None:
+            try:
+                self.known = set(self.path.read_text("ascii").split())
+            except (OSError, UnicodeDecodeError):
+                self.known = set()
+
+    def fits(self, blob: str, copy: str, smap: SectionMap, lines: list[str]) -> bool:
+        """``_fits(smap, lines)``, from the list when this file blob and map copy (``note:crc`` of
+        the copy's bytes) are on it."""
+        pair = f"{blob}:{copy}" if blob and copy else ""
+        if pair and pair in self.known and smap.line_count == len(lines):
+            return True
+        ok = _fits(smap, lines)
+        if ok and pair:
+            self.new.add(pair)
+        return ok
+
+    def save(self) -> None:
+        fresh = self.new - self.known
+        if not fresh or self.path is None:
+            return
+        from gitpilot.fileio import atomic_write
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, ("\n".join(sorted(self.known | fresh)) + "\n").encode("ascii"))
+        except OSError:
+            pass
+
+
 def put_notes(repo: Repo, store: NotesStore, entries: Mapping[str, bytes], message: str) -> None:
     """Store many notes at once: one ``git fast-import`` pack instead of thousands of loose blobs.
 
@@ -170,13 +217,15 @@ def put_notes(repo: Repo, store: NotesStore, entries: Mapping[str, bytes], messa
         store.put(entries, message)
 
 
-def read_notes(repo: Repo, oids: Iterable[str], mirror: NoteMirror | None = None) -> dict[str, Any]:
+def read_notes(repo: Repo, oids: Iterable[str], mirror: NoteMirror | None = None,
+               note_ids: dict[str, str] | None = None) -> dict[str, Any]:
     """The section-map notes of ``oids``: one ``ls-tree`` of the notes tree, one batch read.
 
     (``NotesStore.read_many`` resolves a ``ref:path`` per object, which costs seconds for
     thousands of files; any fan-out depth is understood here.) Without ``mirror``, the notes'
     bytes; with it, the maps they hold (None for a note that is not a map), each note read and
-    parsed once on this machine (``NoteMirror``, by the note's own blob id)."""
+    parsed once on this machine (``NoteMirror``, by the note's own blob id). ``note_ids`` is filled
+    with the note blob of each object found."""
     tip = repo.rev_parse(SECTIONS_REF)
     if tip is None:
         return {}
@@ -192,6 +241,8 @@ def read_notes(repo: Repo, oids: Iterable[str], mirror: NoteMirror | None = None
         if oid in wanted:
             found[oid] = parts[2].decode("ascii")
     names = sorted(found)
+    if note_ids is not None:
+        note_ids.update(found)  # each object's note blob
     if mirror is None:
         bodies = repo.cat_file_batch([found[o] for o in names])
         return {o: b for o, b in zip(names, bodies, strict=True) if b is not None}
@@ -220,18 +271,30 @@ class NoteMirror:
         from gitpilot.context.terms import ObjectFiles
 
         self.files = ObjectFiles(pilot_dir / "maps" if pilot_dir is not None else None)
+        self.digests: dict[str, str] = {}  # note id -> crc32 of the copy read or written (``FittingNotes``)
 
     def get(self, oid: str) -> SectionMap | None:
         from gitpilot.context.markdown import map_from_marshal
 
         data = self.files.read(oid)
-        return None if data is None else map_from_marshal(data)
+        smap = None if data is None else map_from_marshal(data)
+        if data is not None and smap is not None:
+            self.digests[oid] = _crc(data)
+        return smap
 
     def put(self, oid: str, smap: SectionMap) -> None:
         """Keep ``smap`` (best effort: a copy that cannot be written is only slower)."""
         from gitpilot.context.markdown import map_to_marshal
 
-        self.files.write(oid, map_to_marshal(smap))
+        data = map_to_marshal(smap)
+        self.digests[oid] = _crc(data)
+        self.files.write(oid, data)
+
+
+def _crc(data: bytes) -> str:
+    import zlib
+
+    return format(zlib.crc32(data), "08x")
 
 
 def refresh_maps(repo: Repo, old: str, new: str, *, patterns: Iterable[str] = ("*.md", "*.mdx")) -> int:
