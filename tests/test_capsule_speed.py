@@ -349,6 +349,12 @@ def test_reading_a_source_gives_what_the_long_way_gives(tmp_path: Path) -> None:
         assert (got.text, got.status) == _long_way(root, path), path
     assert sources.read_text(root, "ext/secret.md").status == "outside"
     assert sources.read_text(root, "alias/a.md").text == "# A\n"
+    for order, keep in ((paths, 64), (paths[::-1], 64), (paths, 1)):  # one reader, directories opened once
+        with sources.Reader(root) as reader:
+            reader.KEEP = keep  # (1: every directory but the path's own closed again)
+            for path in order:
+                got = sources.read_text(root, path, reader)
+                assert (got.text, got.status) == _long_way(root, path), path
 
 
 def test_one_resolver_resolves_every_path_as_realpath_does(tmp_path: Path) -> None:

@@ -347,12 +347,12 @@ def _markdownish(path: str) -> bool:
     return path.lower().endswith((".md", ".mdx", ".markdown", ".txt"))
 
 
-def _read_one(root: Path, src: sources.Source, files: Files) -> str | None:
+def _read_one(root: Path, src: sources.Source, files: Files, reader: sources.Reader | None = None) -> str | None:
     if src.path in files.texts:
         return files.texts[src.path]
     if src.status in SKIP_STATUSES:
         return None
-    loaded = sources.read_text(root, src.path)
+    loaded = sources.read_text(root, src.path, reader)
     if loaded.text is None:
         src.status = loaded.status
         src.blob = "" if loaded.status == "outside" else src.blob
@@ -363,15 +363,16 @@ def _read_one(root: Path, src: sources.Source, files: Files) -> str | None:
 
 def _read_all(root: Path, srcs: dict[str, sources.Source], files: Files,
               skipped: list[tuple[str, str]]) -> None:
-    for path, src in srcs.items():
-        if src.alias_of:
-            continue
-        if src.status not in SKIP_STATUSES and (_markdownish(path) or "always" in src.roles):
-            _read_one(root, src, files)
-        if src.status in SKIP_STATUSES and src.status != "missing":
-            skipped.append((path, _STATUS_WORDS[src.status] + (f" ({src.note})" if src.note else "")))
-        elif src.status == "missing" and src.roles & {"always", "import"}:
-            skipped.append((path, "named in the configuration or an import, but missing"))
+    with sources.Reader(root) as reader:
+        for path, src in srcs.items():
+            if src.alias_of:
+                continue
+            if src.status not in SKIP_STATUSES and (_markdownish(path) or "always" in src.roles):
+                _read_one(root, src, files, reader)
+            if src.status in SKIP_STATUSES and src.status != "missing":
+                skipped.append((path, _STATUS_WORDS[src.status] + (f" ({src.note})" if src.note else "")))
+            elif src.status == "missing" and src.roles & {"always", "import"}:
+                skipped.append((path, "named in the configuration or an import, but missing"))
 
 
 _STATUS_WORDS = {

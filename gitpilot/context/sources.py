@@ -539,9 +539,10 @@ class Loaded:
     status: str  # "ok", "not-utf8", "too-large", "missing", "outside"
 
 
-def read_text(root: Path, path: str) -> Loaded:
-    """The exact UTF-8 text of a working-tree file inside the repository (never follows links out)."""
-    data = _read_plain(root, path)
+def read_text(root: Path, path: str, reader: Reader | None = None) -> Loaded:
+    """The exact UTF-8 text of a working-tree file inside the repository (never follows links out).
+    With ``reader``, the directories on the way are those it opened already."""
+    data = reader.plain(path) if reader is not None else _read_plain(root, path)
     if data is not None:
         if isinstance(data, int):
             return Loaded(None, "too-large")
@@ -599,6 +600,12 @@ def _read_plain(root: Path, path: str) -> bytes | int | None:
         file_fd = os.open(os.path.join(root, path), os.O_RDONLY | _NOFOLLOW)
     except OSError:
         return None
+    return _read_fd(file_fd)
+
+
+def _read_fd(file_fd: int) -> bytes | int | None:
+    """The bytes of the regular file open at ``file_fd`` (then closed), its size when that is over
+    ``MAX_FILE_BYTES``, None for anything else."""
     try:
         st = os.fstat(file_fd)
         if not stat.S_ISREG(st.st_mode):
@@ -611,6 +618,70 @@ def _read_plain(root: Path, path: str) -> bytes | int | None:
         return None
     finally:
         os.close(file_fd)
+
+
+class Reader:
+    """``_read_plain`` for many files of one root in one pass: each directory on the way is
+    opened once (without following a symlink, as ``_read_plain`` opens it) and kept open until
+    ``close``, and each file is opened from its directory (vercel/ai: 750 files, 3,600 opens ->
+    1,100). Meant for one pass over the sources, then closed."""
+
+    KEEP = 64  # directories kept open at most (beyond, those not on the current path are closed)
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._fds: dict[str, int] = {}  # directory (repository-relative) -> its fd, -1: not a real one
+
+    def _dir(self, directory: str) -> int:
+        fd = self._fds.get(directory)
+        if fd is None:
+            if len(self._fds) >= self.KEEP:
+                self._drop_all_but(directory)
+            try:
+                if directory == "":
+                    fd = os.open(self.root, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+                else:
+                    parent, _, name = directory.rpartition("/")
+                    up = self._dir(parent)
+                    fd = -1 if up < 0 else os.open(name, _DIR_FLAGS, dir_fd=up)
+            except OSError:
+                fd = -1
+            self._fds[directory] = fd
+        return fd
+
+    def plain(self, path: str) -> bytes | int | None:
+        """What ``_read_plain(root, path)`` gives."""
+        if not _FAST_READ or not _plain(path) or path.startswith("~"):
+            return None
+        directory, _, name = path.rpartition("/")
+        fd = self._dir(directory)
+        if fd < 0:
+            return None
+        try:
+            file_fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=fd)
+        except OSError:
+            return None
+        return _read_fd(file_fd)
+
+    def _drop_all_but(self, directory: str) -> None:
+        """Close every directory kept but ``directory``'s ancestors (a tree of many directories
+        must not use up this process's file descriptors)."""
+        for d in [d for d in self._fds if not (d == "" or directory.startswith(d + "/"))]:
+            fd = self._fds.pop(d)
+            if fd >= 0:
+                os.close(fd)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            if fd >= 0:
+                os.close(fd)
+        self._fds.clear()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def imports_of(text: str) -> list[str]:
