@@ -315,10 +315,15 @@ def nested_dir(path: str, opts: Options) -> str | None:
     if "/" not in path or path.startswith(".claude/"):
         return None
     base = path.rsplit("/", 1)[-1]
-    names = {n.rsplit("/", 1)[-1] for n in opts.instruction_files}
-    if base in names and not excluded_by_default(path):
+    if base in _base_names(opts.instruction_files) and not excluded_by_default(path):
         return path.rsplit("/", 1)[0]
     return None
+
+
+@lru_cache(maxsize=16)
+def _base_names(paths: tuple[str, ...]) -> frozenset[str]:
+    """The file names of ``paths`` (worked out once, not once an index entry)."""
+    return frozenset(n.rsplit("/", 1)[-1] for n in paths)
 
 
 def inside(root: Path, path: str) -> bool:
