@@ -69,7 +69,10 @@ class SectionMap:
         return titles[::-1]
 
     def kids(self, index: int) -> tuple[int, ...]:
-        return self.children[index] if self.children else _children(self.sections)[index]
+        if not self.children and self.sections:
+            # worked out on the first look-up (a map loaded from a copy does not carry them)
+            object.__setattr__(self, "children", _children(self.sections))
+        return self.children[index]
 
     def to_json(self) -> bytes:
         """The note body: sorted-key JSON, no text beyond the headings."""
@@ -131,7 +134,7 @@ def map_from_marshal(data: bytes) -> SectionMap | None:
         secs = tuple(map(partial(tuple.__new__, Section), rows))
         if set(map(len, secs)) - {len(Section._fields)} or list(map(itemgetter(0), secs)) != list(range(len(secs))):
             return None
-        return SectionMap(line_count, secs, tuple(always), _children(secs))
+        return SectionMap(line_count, secs, tuple(always))  # (children: on the first ``kids``)
     except (ValueError, EOFError, TypeError, IndexError):
         return None
 

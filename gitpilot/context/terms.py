@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import marshal
 import operator
+import os
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,7 @@ TermCounts = dict[str, int]
 _CODE = next(c for c in "IL" if array(c).itemsize == 4)
 _LAYOUT = (FORMAT, _CODE, sys.byteorder)
 _PAIR = 8  # bytes of one (section, count) posting
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class DocTerms:
@@ -195,6 +197,7 @@ class ObjectFiles:
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
+        self._base = os.fspath(root) if root is not None else ""
 
     def _path(self, oid: str) -> Path | None:
         if self.root is None or len(oid) < 3 or not all(c in "0123456789abcdef" for c in oid):
@@ -202,13 +205,24 @@ class ObjectFiles:
         return self.root / oid[:2] / oid[2:]
 
     def read(self, oid: str) -> bytes | None:
-        path = self._path(oid)
-        if path is None:
+        # (a string path and os calls: hundreds of reads a capsule, pathlib's costs add up)
+        if not self._base or len(oid) < 3 or oid.strip("0123456789abcdef"):
             return None
         try:
-            return path.read_bytes()
+            fd = os.open(f"{self._base}/{oid[:2]}/{oid[2:]}", os.O_RDONLY | _CLOEXEC)
         except OSError:
             return None
+        try:
+            chunks: list[bytes] = []
+            while True:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def write(self, oid: str, data: bytes) -> None:
         path = self._path(oid)
