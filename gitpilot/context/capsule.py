@@ -400,10 +400,14 @@ def _load_maps(
     md = {
         p: (srcs[p].blob, t, files.lines[p]) for p, t in files.texts.items() if _markdownish(p) or p in srcs
     }
+    from gitpilot.context.parallel import map_all
     from gitpilot.context.terms import CleanBlobs
 
     known = CleanBlobs(repo.pilot_dir if use_cache else None)
-    clean = {p: v for p, v in md.items() if known.holds(v[0]) or not contains_secret(v[1])}
+    unknown = [p for p, v in md.items() if not known.holds(v[0])]
+    # (scanned side by side on a cold build: each verdict depends on its file alone)
+    secret = dict(zip(unknown, map_all(lambda p: contains_secret(md[p][1]), unknown, _flag, _unflag), strict=True))
+    clean = {p: v for p, v in md.items() if not secret.get(p, False)}
     known.add(v[0] for v in clean.values())
     maps, parsed = load_maps(
         repo, clean, lambda text, lines: markdown.parse(text, None, lines), use_cache=use_cache
@@ -414,6 +418,14 @@ def _load_maps(
         parsed += 1
     files.maps = maps
     files.parsed = parsed
+
+
+def _flag(value: bool) -> bytes:
+    return b"1" if value else b"0"
+
+
+def _unflag(data: bytes) -> bool | None:
+    return {b"1": True, b"0": False}.get(data)
 
 
 def _identifiers(task: str) -> list[str]:

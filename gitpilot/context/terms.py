@@ -272,12 +272,16 @@ def terms_for_all(
         got = cache.get(blob) if cacheable and blob else None
         out.append(got if got is not None and len(got.lengths) == len(smap.sections) else None)
     todo = [i for i, got in enumerate(out) if got is None]
-    made = map_all(lambda i: compute(files[i][1], files[i][2]), todo, DocTerms.to_bytes, DocTerms.from_bytes)
-    for i, fresh in zip(todo, made, strict=True):
-        out[i] = fresh
-        blob, _smap, _lines, cacheable = files[i]
+
+    def count(i: int) -> DocTerms:
+        blob, smap, lines, cacheable = files[i]
+        fresh = compute(smap, lines)
         if cacheable and blob:
-            cache.put(blob, fresh)
+            cache.put(blob, fresh)  # (stored by the process that counted it)
+        return fresh
+
+    for i, fresh in zip(todo, map_all(count, todo, DocTerms.to_bytes, DocTerms.from_bytes), strict=True):
+        out[i] = fresh
     return [t for t in out if t is not None]
 
 
