@@ -582,3 +582,16 @@ def test_a_cold_capsule_over_many_files_is_the_same_built_side_by_side(tmp_path:
 
     shutil.rmtree(root / ".git" / "pilot")
     assert _capsule(root, task) == spread == _capsule(root, task, use_cache=False)
+
+
+def test_copies_are_forked_only_for_processors_that_are_not_busy(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from gitpilot.context import parallel
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3, 4, 5, 6, 7}, raising=False)
+    for load, want in ((0.1, 4), (1.0, 4), (6.0, 3), (7.4, 2), (8.0, 1), (30.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert parallel.workers() == want, load
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    for load, want in ((0.2, 2), (1.0, 2), (1.6, 1), (3.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert parallel.workers() == want, load

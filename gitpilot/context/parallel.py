@@ -6,7 +6,8 @@ gives ``[fn(x) for x in items]``, the items cut into consecutive slices, each sl
 done by a forked copy of this process that sends its results back through a pipe (as bytes:
 ``encode`` in the copy, ``decode`` here). The results are the same values in the same order
 whichever process made them; a copy that fails, or a system without ``fork``, leaves its slice
-to this process. Small batches are not worth a fork and run here.
+to this process. Small batches are not worth a fork and run here, and so is everything on a
+machine whose processors are busy already (``workers``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,20 @@ MAX_WORKERS = 4
 
 
 def workers() -> int:
-    """How many processes may work at once: the processors this process may run on (at most 4)."""
+    """How many processes may work at once: this one and the processors it may run on that are not
+    busy already (the load average says how many are), at most 4. On a machine whose processors
+    are all busy, forked copies only add work (each copy's and this process's pages are copied as
+    they are written): one process then does it all."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
-    return max(1, min(n, MAX_WORKERS))
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    spare = n - int(busy + 0.5)
+    return max(1, min(1 + spare, n, MAX_WORKERS))
 
 
 def map_all(
