@@ -95,6 +95,22 @@ def test_a_change_fragment_is_no_candidate_but_its_directory_readme_is() -> None
     assert not is_fragment(".changeset/README.md") and not is_fragment("docs/news.md")
 
 
+def test_a_changeset_readme_is_a_candidate_and_its_fragments_are_not_context(tmp_path: Path) -> None:
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        ".changeset/README.md": "# Changesets\n\n## Version types\n\nA bug fix is a patch; a new option is "
+        "a minor bump.\n",
+        ".changeset/brave-lions-sing.md": "---\n\"pkg\": patch\n---\n\nFix the version types of the bump.\n",
+        "src/bump.ts": "export function bump() {}\n",
+    }
+    root = make_repo(tmp_path / "repo", {**files, **_filler()})
+    res = build_capsule(Repo.discover(root), "Record the version bump for this fix", use_cache=False)
+    assert "A bug fix is a patch; a new option is a minor bump." in _relevant(res.text)
+    assert "Fix the version types of the bump." not in res.text
+    paths = {r["path"] for r in res.manifest["sources"]}
+    assert ".changeset/README.md" in paths and ".changeset/brave-lions-sing.md" not in paths
+
+
 def test_a_frozen_copy_needs_a_current_twin() -> None:
     paths = ["docs/x.md", "docs/v2/x.md", "docs/v2/only.md", "versioned_docs/version-1.4/y.md"]
     assert frozen_copies(paths) == {"docs/v2/x.md"}
@@ -147,6 +163,56 @@ def test_an_identifier_the_task_names_finds_the_directory_that_defines_it(tmp_pa
     assert "Every mechanism implements the Discoverer interface" in _relevant(text)
     assert "code area" in _relevant(text)
     assert "Blocks are two hours long." not in text
+
+
+def test_a_directory_is_about_what_it_is_named_for(tmp_path: Path) -> None:
+    """``src/errors/`` holds ``codes.ts`` and ``format.ts``: no file name says "error", the
+    directory's does, so a task about an error finds the directory's README."""
+    from gitpilot.context import area
+    from gitpilot.context.query import query_weights
+
+    code = ["src/errors/codes.ts", "src/errors/format.ts", "src/render/engine.ts", "src/render/passes.ts"]
+    bags = area.word_bags(code, ["src/errors", "src/render"])
+    assert bags["src/errors"].get("error") == 2 and "error" not in bags["src/render"]
+    got = area.scores(bags, query_weights("Show a proper error when the engine fails"), {})
+    assert got.scores["src/errors"] > got.scores.get("src/render", 0.0)
+    repo = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "src/errors/README.md": "# Messages\n\n## Shape\n\nEvery message has a code, a title and a hint.\n",
+        "src/errors/codes.ts": "export const CODES = {};\n",
+        "src/errors/format.ts": "export function format() {}\n",
+        "src/render/README.md": "# Rendering\n\n## Passes\n\nPages render in two passes.\n",
+        "src/render/engine.ts": "export function run() {}\n",
+    }
+    text = _build(tmp_path, repo, "Show a proper error when rendering crashes")
+    assert "Every message has a code, a title and a hint." in _relevant(text)
+
+
+def test_a_tools_configuration_directory_is_never_the_area(tmp_path: Path) -> None:
+    """CI workflows named for what they run (``.github/workflows/release.yml``) do not make
+    ``.github/`` the area of a release task: its pull-request template is not promoted."""
+    from gitpilot.context import area
+    from gitpilot.redact import is_credential_filename
+
+    files = [".github/workflows/release.yml", ".circleci/config.yml", "src/release/publish.py"]
+    assert area.code_files(files, is_credential_filename) == ["src/release/publish.py"]
+    assert area.doc_dirs([".github/PULL_REQUEST_TEMPLATE.md", "src/release/README.md"]) == ["src/release"]
+    repo = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        ".github/PULL_REQUEST_TEMPLATE.md": "# Pull request\n\n- [ ] I added a test\n",
+        ".github/workflows/release.yml": "name: release\non: push\n",
+        ".github/workflows/release-nightly.yml": "name: release nightly\non: push\n",
+        "src/release/README.md": "# Publishing\n\n## Tags\n\nEvery tag is signed by the release key.\n",
+        "src/release/publish.py": "def publish():\n    pass\n",
+    }
+    root = make_repo(tmp_path / "repo", {**repo, **_filler()})
+    got = build_capsule(Repo.discover(root), "Make the nightly release skip unsigned tags", use_cache=False)
+    relevant = _relevant(got.text)
+    assert "Every tag is signed by the release key." in relevant
+    # the template may come as how a change is recorded, never as the task's code area
+    why = [ln for ln in relevant.splitlines() if ln.startswith("lines ") and "code area" in ln]
+    assert len(why) == 1 and relevant.index(why[0]) < relevant.index("Every tag is signed")
+    assert "`.github/PULL_REQUEST_TEMPLATE.md`" not in relevant.split("Every tag is signed")[0]
 
 
 def test_a_credential_file_and_a_symlink_are_never_searched_for_names(tmp_path: Path) -> None:

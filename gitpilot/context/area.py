@@ -43,6 +43,9 @@ _NOT_CODE = re.compile(
     r"examples?|vendor|third[-_]party|node_modules|benchmarks?|docs?|documentation)(/|$)",
     re.I,
 )
+# A directory whose name starts with a dot holds a tool's configuration (``.github/workflows``,
+# ``.circleci``, ``.vscode``, ``.cargo``), not the code of a part of the product: never an area.
+_TOOL_DIR = re.compile(r"(^|/)\.[^/]+/")
 _NAME_KINDS = ("code", "camel", "snake", "call", "flag")
 
 
@@ -56,12 +59,16 @@ class Area:
 
 def code_files(paths: Iterable[str], is_credential: Any, links: Iterable[str] = ()) -> list[str]:
     """Tracked files that are code of an area: not documentation, tests, fixtures or examples,
-    not credential-named, not symlinks."""
+    not a tool's configuration (a dot-directory), not credential-named, not symlinks."""
     skip = set(links)
     return [
         p
         for p in sorted(paths)
-        if p not in skip and not p.lower().endswith(_DOC_EXT) and not _NOT_CODE.search(p) and not is_credential(p)
+        if p not in skip
+        and not p.lower().endswith(_DOC_EXT)
+        and not _NOT_CODE.search(p)
+        and not _TOOL_DIR.search(p)
+        and not is_credential(p)
     ]
 
 
@@ -217,7 +224,7 @@ def word_bags(files: Sequence[str], dirs: Iterable[str]) -> dict[str, dict[str, 
             d = "/".join(parts[:i])
             if d not in want:
                 continue
-            rel = "/".join(parts[i:])
+            rel = "/".join(parts[i - 1 :])  # with the directory's own name: it says what the files are
             toks = seen.get(rel)
             if toks is None:
                 stem = rel.rsplit(".", 1)[0]
@@ -274,6 +281,7 @@ def scores(
 
 
 def doc_dirs(paths: Iterable[str]) -> list[str]:
-    """The directories (not the root) that hold a candidate document and are code, not docs."""
+    """The directories (not the root) that hold a candidate document and are code, not docs or
+    a tool's configuration."""
     out = {p.rsplit("/", 1)[0] for p in paths if "/" in p}
-    return sorted(d for d in out if not _NOT_CODE.search(d + "/"))
+    return sorted(d for d in out if not _NOT_CODE.search(d + "/") and not _TOOL_DIR.search(d + "/"))

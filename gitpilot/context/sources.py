@@ -46,7 +46,7 @@ _SKIP_DIRS = frozenset(
     """vendor vendors vendored node_modules bower_components jspm_packages third_party third-party
     thirdparty external externals _vendor site-packages .venv venv .tox .nox Pods Carthage
     dist build _build builddir generated __generated__ gen out target coverage htmlcov .next .nuxt
-    .docusaurus .vitepress/cache .cache .changeset .yarn
+    .docusaurus .vitepress/cache .cache .yarn
     testdata test-data test_data fixtures __fixtures__ __snapshots__ snapshots golden goldens""".split()
 )
 # Directories of translated pages: what lies below them in a language's folder (``i18n/es/``) or
@@ -274,7 +274,13 @@ def _suffix(pattern: str) -> str | None:
 
 
 def excluded_by_default(path: str) -> bool:
-    """Vendored, generated, test-data or translated documentation (the default ``files`` skips it)."""
+    """Vendored, generated, test-data or translated documentation, or one change's fragment
+    (``.changeset/brave-lions-sing.md``; the directory's README is context) (the default
+    ``files`` skips it)."""
+    from gitpilot.context.doctypes import is_fragment
+
+    if is_fragment(path):
+        return True
     parts = path.split("/")
     stem = parts[-1].rsplit(".", 1)[0].lower()
     for i, part in enumerate(parts[:-1]):
