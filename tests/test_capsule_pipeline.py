@@ -188,6 +188,18 @@ def test_a_directory_is_about_what_it_is_named_for(tmp_path: Path) -> None:
     assert "Every message has a code, a title and a hint." in _relevant(text)
 
 
+def test_a_documents_own_directory_name_is_a_signal() -> None:
+    from gitpilot.context.features import _dir_share
+    from gitpilot.context.query import query_weights
+
+    q = query_weights("Turn the crash into a proper error for the C API")
+    assert _dir_share("packages/astro/src/core/errors/README.md", q) == 1.0
+    assert _dir_share("api_spec/README.md", q) == 0.5  # "api" of "api spec"
+    assert _dir_share("src/docs/README.md", q) == 0.0  # generic directories say nothing: none left
+    assert _dir_share("README.md", q) == 0.0
+    assert _dir_share("crates/nu-std/CONTRIBUTING.md", q) == 0.0
+
+
 def test_a_tools_configuration_directory_is_never_the_area(tmp_path: Path) -> None:
     """CI workflows named for what they run (``.github/workflows/release.yml``) do not make
     ``.github/`` the area of a release task: its pull-request template is not promoted."""

@@ -110,6 +110,7 @@ def _dense_signals(docs, weights, ids, conventions, area, area_files):  # type: 
             "bm25": m_body.score(body_bags[d], body_lens[d]),
             "heads": m_head.score(heading_bags[d], heading_lens[d]),
             "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
+            "dir": F._dir_share(doc.path, weights),  # from the path alone, no postings
             "ids": sum(1 for f in found if f) / len(ids) if ids else 0.0,
             "linked": 1.0 if doc.linked else 0.0,
             "area": F._area_of(doc.path, area),

@@ -5,6 +5,9 @@ Document signals (what a document is about, as a whole):
 - ``heads``: the same over its title, headings and front-matter description, which say what it
   is for;
 - ``path``: the same over the words of its path (``discovery/README.md``: "discovery");
+- ``dir``: the share of the words of its own directory's name that the task uses (``errors/README.md``
+  for a task about an error; ``api_spec/README.md`` half for one about the C API): the README,
+  CONTRIBUTING or AGENTS.md of a directory is about what the directory is named for;
 - ``ids``: the share of the identifiers the task names (``RESTClient``, ``--save-peer``) that
   occur in it verbatim;
 - ``linked``: an instruction or rule file links to it (what the maintainers point contributors to);
@@ -41,7 +44,7 @@ K1 = 1.2
 B = 0.75
 PATH_B = 0.3  # path words: a long path is not less about each of its words
 NORM_FLOOR = 0.15  # of a match of every query term: scores are divided by at least this
-DOC_SIGNALS = ("bm25", "heads", "path", "ids", "linked", "area", "scoped", "applies") + tuple(
+DOC_SIGNALS = ("bm25", "heads", "path", "dir", "ids", "linked", "area", "scoped", "applies") + tuple(
     f"kind:{k}" for k in KINDS
 )
 CONVENTIONS = ("testing", "commits", "development", "style", "docs")
@@ -359,6 +362,7 @@ def signals(
             "bm25": m_body.score(m.body, dt.length_total + m.heading_len),
             "heads": m_head.score(m.heads, m.heading_len),
             "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
+            "dir": _dir_share(doc.path, weights),
             "ids": sum(1 for f in lines_of if f) / len(ids) if ids else 0.0,
             "linked": 1.0 if doc.linked else 0.0,
             "area": _area_of(doc.path, area),
@@ -484,6 +488,20 @@ def _id_sections(smap: SectionMap, found: Sequence[Sequence[int]]) -> dict[int, 
         for i in held:
             out[i] = out.get(i, 0) + 1
     return out
+
+
+def _dir_share(path: str, weights: Mapping[str, float]) -> float:
+    """The share of the words of the name of ``path``'s nearest directory that says something
+    (not ``src``, ``docs``, ``packages`` ...: ``GENERIC_DIRS``) that are query terms (0 at the root)."""
+    parts = path.split("/")[:-1]
+    while parts and (parts[-1].lower() in GENERIC_DIRS or not parts[-1].strip(".")):
+        parts.pop()
+    if not parts:
+        return 0.0
+    words = set(tokens(parts[-1].replace("-", " ").replace("_", " ").replace(".", " ")))
+    if not words:
+        return 0.0
+    return sum(1 for w in words if w in weights) / len(words)
 
 
 def _area_of(path: str, area: Mapping[str, float]) -> float:

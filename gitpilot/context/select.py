@@ -34,6 +34,7 @@ _NAMES = {
     "bm25": "words",
     "heads": "headings",
     "path": "path",
+    "dir": "directory name",
     "ids": "names",
     "linked": "linked from a rule file",
     "area": "code area",

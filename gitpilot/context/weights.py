@@ -18,37 +18,38 @@ from collections.abc import Mapping
 # FIT: begin (written by bench/fit.py)
 DOC: dict[str, float] = {
     "bm25": 2.5,
-    "heads": 0.0,
-    "path": 0.0,
-    "ids": -0.5,
-    "linked": 1.0,
-    "area": 0.5,
-    "scoped": 0.0,
-    "applies": 0.0,
-    "kind:nested": 1.0,
-    "kind:agent_rule": -2.0,
-    "kind:agent_skill": 0.0,
-    "kind:changelog": -3.0,
-    "kind:process": 1.0,
-    "kind:contrib": 1.0,
-    "kind:policy": 0.0,
+    "heads": 1.5,
+    "path": 1.5,
+    "dir": 0.5,
+    "ids": 1.5,
+    "linked": 0.5,
+    "area": 1.5,
+    "scoped": 0,
+    "applies": 0,
+    "kind:nested": 1.5,
+    "kind:agent_rule": 1,
+    "kind:agent_skill": 0,
+    "kind:changelog": -4.5,
+    "kind:process": 1,
+    "kind:contrib": 2,
+    "kind:policy": 1.5,
     "kind:design": 0.5,
-    "kind:example": -3.0,
-    "kind:reference": 0.0,
-    "kind:root": -4.0,
-    "kind:userdoc": -0.5,
-    "kind:area": 0.0,
-    "kind:archive": -2.0,
+    "kind:example": -3,
+    "kind:reference": -0.5,
+    "kind:root": -4,
+    "kind:userdoc": -1,
+    "kind:area": 0.5,
+    "kind:archive": -2,
 }
 SECTION: dict[str, float] = {
-    "s_bm25": 1.0,
-    "s_head": 0.0,
+    "s_bm25": 1,
+    "s_head": 0,
     "s_ids": 1.5,
     "c_testing": -0.5,
     "c_commits": 0.5,
-    "c_development": 0.0,
-    "c_style": 0.0,
-    "c_docs": 0.0,
+    "c_development": 0,
+    "c_style": 0,
+    "c_docs": 0,
 }
 # FIT: end
 
@@ -56,7 +57,7 @@ SECTION: dict[str, float] = {
 WHOLE_DOC_BYTES = 8000  # a document at most this long comes whole ...
 WHOLE_FOCUS = 0.3  # ... when at least this share of its text is in sections that match the task
 MAX_DOCS = 8  # documents an excerpt comes from, at most
-DOC_CUT = 0.0  # of the best document's score: a document below it gives nothing
+DOC_CUT = 0  # of the best document's score: a document below it gives nothing
 SECTION_CUT = 0.5  # of a long document's best section: its other sections within this come too
 SECTIONS_PER_DOC = 4  # sections of one long document, at most
 DOC_BYTES = 24000  # bytes of one long document's sections, at most (its first section always fits)
