@@ -629,11 +629,19 @@ class Repo:
             for _ in files
         ]
         oids = []
-        for proc, (_name, data) in zip(procs, files, strict=True):
-            out, err = proc.communicate(data)
-            if proc.returncode != 0:
-                raise PilotError(f"git hash-object failed: {first_line(err) or f'exit {proc.returncode}'}")
-            oids.append(out.decode("ascii").strip())
+        try:
+            for proc, (_name, data) in zip(procs, files, strict=True):
+                out, err = proc.communicate(data)
+                if proc.returncode != 0:
+                    raise PilotError(f"git hash-object failed: {first_line(err) or f'exit {proc.returncode}'}")
+                oids.append(out.decode("ascii").strip())
+        finally:
+            # interrupted or failed part-way: the copies still waiting for their input are ended,
+            # not left behind blocked on a pipe nobody writes to
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
+                    proc.wait()
         listing = b"".join(b"100644 blob %s\t%s\0" % (oid.encode("ascii"), name.encode("utf-8", "surrogateescape"))
                            for (name, _), oid in zip(files, oids, strict=True))
         tree = self.git("mktree", "-z", input=listing).decode("ascii").strip()

@@ -135,3 +135,30 @@ def test_a_task_record_is_the_commit_pygit2_would_write_with_the_users_identity(
     again = TaskStore(repo).write(tid, {"state.json": b"{}"}, "pilot: state")
     assert git(path, "rev-parse", f"{again}^").strip() == tip
     assert TaskStore(repo).write(tid, {"state.json": b"{}"}, "pilot: state") == again
+
+
+def test_a_record_write_stopped_part_way_leaves_no_git_waiting(tmp_path: Path) -> None:
+    """The blobs are hashed by git processes started side by side; when one fails part-way (a
+    Ctrl-C lands the same way) the ones still waiting for their input are ended, not left
+    blocked on a pipe nobody will write to."""
+    repo = Repo.discover(make_repo(tmp_path / "r"))
+
+    def hash_objects() -> set[int]:
+        me = str(os.getpid())
+        found = set()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me and b"hash-object" in cmd:
+                found.add(int(pid))
+        return found
+
+    files = [("a.md", b"first\n"), ("b.md", "not bytes"), ("c.md", b"third\n"), ("d.md", b"fourth\n")]
+    with pytest.raises(TypeError):
+        repo.commit_files(files, [], "pilot: test")  # type: ignore[arg-type]
+    assert hash_objects() == set()
