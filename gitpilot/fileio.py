@@ -11,6 +11,16 @@ from __future__ import annotations
 import os
 
 
+def file_signature(path: str | os.PathLike[str]) -> str | None:
+    """A file's identity for a cache keyed on it: inode, size and modification time (git replaces
+    its index by a rename, so every rewrite gives a new one); None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
 def append_whole_line(fd: int, line: bytes) -> None:
     """Append ``line`` (ending in a newline) to the file open at ``fd`` (O_APPEND), whole.
 

@@ -12,7 +12,6 @@ Stdlib only: this is on the cache-hit path.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -103,11 +102,9 @@ def scoped_snapshot(repo: Repo, checks: Sequence[CheckSpec]) -> Snapshot | None:
 def _index_signature(repo: Repo) -> str:
     """The user's index file, changed by every rewrite (git replaces it by a rename). Not its
     ctime: the hard links of ``Repo._private_index`` change that on every run."""
-    try:
-        st = os.stat(repo.git_dir / "index")
-    except OSError:
-        return "absent"
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    from gitpilot.fileio import file_signature
+
+    return file_signature(repo.git_dir / "index") or "absent"
 
 
 def tree_snapshot(repo: Repo, tree: str, checks: Sequence[CheckSpec]) -> Snapshot:

@@ -124,7 +124,12 @@ def zero_row() -> dict[str, float]:
 def path_words(path: str) -> list[str]:
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
     parts = [p for p in re.split(r"[/]", stem) if p.lower() not in GENERIC_DIRS]
-    return tokens(" ".join(p.replace("-", " ").replace("_", " ").replace(".", " ") for p in parts))
+    return tokens(" ".join(_spaced(p) for p in parts))
+
+
+def _spaced(name: str) -> str:
+    """A file or directory name with its separators (``-``, ``_``, ``.``) as spaces."""
+    return name.replace("-", " ").replace("_", " ").replace(".", " ")
 
 
 class _Bm25:
@@ -498,7 +503,7 @@ def _dir_share(path: str, weights: Mapping[str, float]) -> float:
         parts.pop()
     if not parts:
         return 0.0
-    words = set(tokens(parts[-1].replace("-", " ").replace("_", " ").replace(".", " ")))
+    words = set(tokens(_spaced(parts[-1])))
     if not words:
         return 0.0
     return sum(1 for w in words if w in weights) / len(words)

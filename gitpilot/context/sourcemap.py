@@ -598,11 +598,12 @@ def probe(cwd: Path) -> Probe:
 def credential_paths(root: Path, git_dir: Path) -> list[str]:
     """The tracked credential-named files, kept in ``<git dir>/pilot/sourcemap-credentials`` for
     as long as the index is the same file (judging 20,000 names costs tens of milliseconds)."""
-    try:
-        st = os.stat(git_dir / "index")
-    except FileNotFoundError:
+    from gitpilot.fileio import file_signature
+
+    index_sig = file_signature(git_dir / "index")
+    if index_sig is None:
         return []
-    sig = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()
+    sig = index_sig.encode()
     cache = git_dir / "pilot" / "sourcemap-credentials"
     try:
         head, _, rest = cache.read_bytes().partition(b"\n")
