@@ -221,7 +221,7 @@ def _same_as_defined(docs: list, task: str) -> None:  # type: ignore[type-arg]
             assert list(m.paths.get(pos, {}).items()) == list(head_bags[k].items())
             k += 1
     ranking = Ranking(docs, task, {})
-    assert ranking.sec_scores == [[W.section_score(r) for r in secs] for _v, secs in want]
+    assert list(ranking.sec_scores) == [[W.section_score(r) for r in secs] for _v, secs in want]
     if task.startswith("The MiniMax"):  # the case exercises every kind of section signal
         rows = [r for _v, secs in want for r in secs]
         for key in ("s_bm25", "s_head", "s_ids", "c_testing"):

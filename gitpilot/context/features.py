@@ -116,6 +116,26 @@ def fill_row(row: dict[str, float], sig: DocSignals, pos: int) -> None:
         row[key] = prior if name == c else 0.0
 
 
+def column_weights(sig: DocSignals, table: Mapping[str, float]) -> list[tuple[float, Mapping[int, float]]] | None:
+    """The weighted section signals of ``table`` as (weight, column) pairs, in the table's order
+    and without the zero weights: the terms of ``weights.section_score`` for a section are
+    ``weight * column.get(pos, 0.0)``. None when the table weighs a signal ``fill_row`` sets and
+    the columns do not hold (its rows then have to be filled one by one)."""
+    cols: dict[str, Mapping[int, float]] = {"s_bm25": sig.bm25, "s_head": sig.head, "s_ids": sig.ids}
+    out: list[tuple[float, Mapping[int, float]]] = []
+    for key, w in table.items():
+        if not w or key not in SECTION_SIGNALS:
+            continue  # (a row has no other key: it adds nothing)
+        col = cols.get(key)
+        if col is None:
+            cls = key[2:] if key.startswith("c_") else ""
+            if cls not in CONVENTIONS:
+                return None
+            col = {p: prior for p, (name, prior) in sig.conv.items() if name == cls}
+        out.append((w, col))
+    return out
+
+
 def zero_row() -> dict[str, float]:
     """The signals of a section that matches nothing and states no convention."""
     return dict.fromkeys(SECTION_SIGNALS, 0.0)

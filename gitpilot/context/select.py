@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import overload
 
 from gitpilot.context import weights as W
 from gitpilot.context.choose import LeftOut, Pick, Selection, choose
 from gitpilot.context.doctypes import kind_of
-from gitpilot.context.features import Doc, DocSignals, fill_row, signals, zero_row
+from gitpilot.context.features import Doc, DocSignals, column_weights, fill_row, signals, zero_row
 from gitpilot.context.query import query_weights
 from gitpilot.context.terms import compute
 from gitpilot.context.text import identifiers
@@ -113,19 +114,60 @@ class Ranking:
         return tuple(parts)
 
 
-def _section_scores(sigs: Sequence[DocSignals]) -> list[list[float]]:
-    """Every section's score: worked out for the sections with a signal, the same zero score for
-    the rest (most sections of a large documentation tree match nothing of one task)."""
-    row = zero_row()
-    zero = W.section_score(row)
-    out = []
-    for s in sigs:
-        scores = [zero] * s.count
-        for pos in s.positions():
-            fill_row(row, s, pos)
+def _section_scores(sigs: Sequence[DocSignals]) -> SectionScores:
+    """Every section's score (``SectionScores``: a document's, the first time it is asked for)."""
+    return SectionScores(sigs)
+
+
+class SectionScores(Sequence[list[float]]):
+    """Every document's section scores, in document order, each document's worked out the first
+    time ``choose`` asks for it: on a large documentation tree most sections are in documents that
+    score nothing for the task (change logs, examples), are never chosen nor listed as left out,
+    and their scores are never asked for. A section with no signal has the zero row's score; one
+    with signals ``weights.section_score`` of its row, summed over its nonzero values only (a zero
+    value adds nothing to the sum, so the score is the same number)."""
+
+    def __init__(self, sigs: Sequence[DocSignals]) -> None:
+        self._sigs = sigs
+        self._rows: list[list[float] | None] = [None] * len(sigs)
+        self._zero = W.section_score(zero_row())
+
+    def __len__(self) -> int:
+        return len(self._sigs)
+
+    @overload
+    def __getitem__(self, d: int) -> list[float]: ...
+
+    @overload
+    def __getitem__(self, d: slice) -> list[list[float]]: ...
+
+    def __getitem__(self, d: int | slice) -> list[float] | list[list[float]]:
+        if isinstance(d, slice):
+            return [self[i] for i in range(*d.indices(len(self)))]
+        row = self._rows[d]
+        if row is None:
+            row = self._rows[d] = _doc_section_scores(self._sigs[d], self._zero)
+        return row
+
+
+def _doc_section_scores(sig: DocSignals, zero: float) -> list[float]:
+    """One document's section scores (``SectionScores``)."""
+    scores = [zero] * sig.count
+    positions = sig.positions()
+    if not positions:
+        return scores
+    columns = column_weights(sig, W.SECTION)
+    if columns is None:  # a signal the columns do not hold: row by row
+        row = zero_row()
+        for pos in positions:
+            fill_row(row, sig, pos)
             scores[pos] = W.section_score(row)
-        out.append(scores)
-    return out
+        return scores
+    for pos in positions:
+        parts = [w * v for w, col in columns if (v := col.get(pos, 0.0))]
+        if parts:
+            scores[pos] = sum(parts)
+    return scores
 
 
 class _Why:
