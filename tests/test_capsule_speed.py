@@ -441,6 +441,43 @@ def test_term_statistics_are_reused_and_an_edited_file_is_counted_afresh(tmp_pat
     assert _capsule(root, task) == edited
 
 
+AREA_FILES = {
+    "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+    "docs/widgets/popup.md": "# Popup\n\nThe field picker popup opens with Ctrl+Space.\n",
+    "packages/widgets/AGENTS.md": "# Widgets\n\nQuery the DOM by role in tests.\n",
+    "packages/widgets/picker/popup.ts": "export function openPopup() {}\n",
+    "packages/widgets/picker/field.ts": "export const field = 1;\n",
+    "packages/charts/legend.ts": "export const legend = 1;\n",
+    "packages/charts/AGENTS.md": "# Charts\n\nLegends stay left-aligned.\n",
+    **{f"docs/guide/page{i}.md": f"# Page {i}\n\n" + f"Page {i} describes the dashboard layout.\n" * 12
+       for i in range(30)},
+}
+
+
+def test_the_code_area_kept_for_a_tree_is_what_a_fresh_build_finds_and_follows_the_tree(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", AREA_FILES)
+    task = "The field picker popup ignores Esc"
+    fresh = _capsule(root, task, use_cache=False)
+    assert "Query the DOM by role in tests." in fresh  # the area (packages/widgets) brings its rules
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh  # worked out and kept
+    kept = sorted((root / ".git" / "pilot" / "area").glob("tree-*"))
+    assert len(kept) == 1
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh  # read back: the same bytes
+    # the code moves: the area goes with it (the record kept for the old tree is not used)
+    git(root, "mv", "packages/widgets/picker", "packages/charts/picker")
+    git(root, "commit", "-qm", "move the picker")
+    _forget_capsules(root)
+    moved = _capsule(root, task)
+    assert moved == _capsule(root, task, use_cache=False)
+    assert "Legends stay left-aligned." in moved and "Query the DOM by role in tests." not in moved
+    for damaged in (b"\x00garbage", b""):
+        kept[0].write_bytes(damaged)
+        _forget_capsules(root)
+        assert _capsule(root, task) == moved
+
+
 def test_parsed_notes_are_kept_by_note_and_a_damaged_or_wrong_copy_is_not_trusted(tmp_path: Path) -> None:
     from gitpilot.context.cache import NoteMirror
     from gitpilot.context.markdown import map_from_marshal, map_to_marshal, parse

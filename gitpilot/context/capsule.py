@@ -96,7 +96,10 @@ def prepare(repo: Repo, task_text: str, state: Any, *, use_cache: bool = True) -
     srcs: dict[str, sources.Source] = state.sources
     skipped: list[tuple[str, str]] = []
     files = Files()
-    search = _start_area_search(root, state.inventory, task_text, is_credential_filename)
+    from gitpilot.context.area import TreeCache
+
+    tree = TreeCache(repo.pilot_dir if use_cache else None)
+    search = _start_area_search(root, state.inventory, task_text, is_credential_filename, tree)
     _expand_imports(root, state.inventory, srcs, is_credential_filename, files, skipped)
     _read_all(root, srcs, files, skipped)
     _load_maps(repo, srcs, files, contains_secret, use_cache)
@@ -108,7 +111,8 @@ def prepare(repo: Repo, task_text: str, state: Any, *, use_cache: bool = True) -
     copies = _copies(srcs, files, shown)
     mandatory = mandatory_pieces(root, srcs, files, opts, task_text, ids, shown, withheld, skipped, copies)
     docs = _candidates(repo, srcs, files, shown, copies)
-    found = _area(search, state.inventory, docs, task_text, ids)
+    found = _area(search, state.inventory, docs, task_text, ids, tree)
+    tree.save()
     return Prepared(srcs, files, skipped, shown, withheld, instr, aliases, mandatory, docs, found)
 
 
@@ -215,16 +219,20 @@ def _candidates(
     return docs
 
 
-def _start_area_search(root: Path, inv: sources.Inventory, task: str, cred: Callable[[str], bool]) -> Any:
+def _start_area_search(
+    root: Path, inv: sources.Inventory, task: str, cred: Callable[[str], bool], tree: Any
+) -> Any:
     """The search for the task's names in the code, started before the documents are read."""
     from gitpilot.context import area
 
     links = [p for p, e in inv.entries.items() if e.mode == "120000"]
-    code = area.code_files(inv.entries, cred, links)
+    code = tree.code_files(list(inv.entries), cred, links)
     return area.start(root, code, _task_ids(task)), code
 
 
-def _area(search: Any, inv: sources.Inventory, docs: Sequence[Any], task: str, ids: Sequence[str]) -> Any:
+def _area(
+    search: Any, inv: sources.Inventory, docs: Sequence[Any], task: str, ids: Sequence[str], tree: Any
+) -> Any:
     from gitpilot.context import area
     from gitpilot.context.query import query_weights
 
@@ -232,7 +240,7 @@ def _area(search: Any, inv: sources.Inventory, docs: Sequence[Any], task: str, i
     found = proc.result()
     dirs = area.doc_dirs(d.path for d in docs)
     named = [p for p in inv.entries if any(p == i or p.endswith("/" + i) for i in ids)]
-    return area.scores(area.word_bags(code, dirs), query_weights(task), found, named)
+    return area.scores(tree.word_bags(code, dirs), query_weights(task), found, named)
 
 
 def _task_ids(task: str) -> list[Any]:
