@@ -1,4 +1,8 @@
-"""Section maps of Markdown files, from markdown-it-py block tokens.
+"""Section maps of Markdown files, from the block structure markdown-it-py finds in them.
+
+The headings and code blocks come from ``blocks.block_structure``, a scanner that follows
+markdown-it-py's block rules without making tokens (about six times faster); markdown-it-py
+itself (``reference_structure``) is the reference it is checked against.
 
 A section is a heading and everything up to the next heading of the same or a higher level,
 so sections nest: ``start..end`` covers the subtree, ``start..body_end`` the section's own
@@ -23,6 +27,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
 from typing import Any, NamedTuple
+
+from gitpilot.context.blocks import block_structure
 
 MAP_VERSION = 2  # 2: always-markers only at the start of a line
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -188,7 +194,7 @@ def parse(
     lines = split_lines(text) if lines is None else lines
     first = _front_matter_end(lines)
     body = "".join("\n" if i < first else ln for i, ln in enumerate(lines)) if first else text
-    headings, code_ranges = _block_structure(body)
+    headings, code_ranges = block_structure(body)
     secs = _sections(lines, headings, first, is_secret)
     always = _always_blocks(lines, code_ranges, first)
     return SectionMap(len(lines), secs, always, _children(secs))
@@ -223,8 +229,10 @@ def _parser() -> Any:
     return _MD
 
 
-def _block_structure(text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
-    """Top-level headings as (0-based line, level, title) and 0-based code line ranges."""
+def reference_structure(text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """What ``blocks.block_structure`` finds, from markdown-it-py's own tokens: top-level headings
+    as (0-based line, level, title) and 0-based code line ranges. The reference that the scanner
+    is checked against (tests, ``python -m bench markdown-check``); not used to build maps."""
     tokens = _parser().parse(text)
     headings: list[tuple[int, int, str]] = []
     code: list[tuple[int, int]] = []
