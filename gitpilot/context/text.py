@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import chain
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -88,7 +89,15 @@ def _strip_e(word: str) -> str:
     return word
 
 
-_CACHE: dict[str, tuple[str, ...]] = {}
+class _Memo(dict[str, tuple[str, ...]]):
+    """The tokens of the words seen so far; looking up another word tokenizes it (and keeps it
+    while the memo is not full)."""
+
+    def __missing__(self, word: str) -> tuple[str, ...]:
+        return word_tokens(word)
+
+
+_CACHE = _Memo()
 
 
 def word_tokens(word: str) -> tuple[str, ...]:
@@ -127,8 +136,17 @@ _LONG_FORMS = (
 _LONG_RX = re.compile("|".join(rf"(?P<{abbr}>\b{rx}\b)" for abbr, rx in _LONG_FORMS), re.I)
 
 
+# A word every spelled-out form holds: an ASCII text whose lower case has none has none of them
+# (outside ASCII, case-insensitive matching is wider than ``str.lower``: "ı" matches "i").
+_LONG_HINTS = ("end", "continuous", "internationali", "locali", "accessibility", "kubernetes")
+
+
 def long_form_words(text: str) -> list[str]:
     """The abbreviation of every spelled-out form in ``text`` ("end-to-end" gives "e2e")."""
+    if text.isascii():  # (a look at the string's kind; the hints are much cheaper than the pattern)
+        low = text.lower()
+        if not any(hint in low for hint in _LONG_HINTS):
+            return []
     return [str(m.lastgroup) for m in _LONG_RX.finditer(text)]
 
 
@@ -167,16 +185,10 @@ def term_counts(wc: Counter[str], hits: frozenset[str], terms: set[str] | frozen
 
 
 def token_counts(text: str) -> Counter[str]:
-    """How often each normalized token occurs in ``text`` (words are counted first: much faster)."""
-    counts: Counter[str] = Counter()
-    cache = _CACHE
-    for word, n in Counter(_WORD.findall(text)).items():
-        toks = cache.get(word)
-        if toks is None:
-            toks = word_tokens(word)
-        for t in toks:
-            counts[t] += n
-    return counts
+    """How often each normalized token occurs in ``text``, in the order of first occurrence (the
+    tokens of each word looked up in the memo, which tokenizes a word it does not hold, and
+    counted in one pass of C code)."""
+    return Counter(chain.from_iterable(map(_CACHE.__getitem__, _WORD.findall(text))))
 
 
 # --- identifiers a task names ----------------------------------------------------------------
