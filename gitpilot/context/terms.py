@@ -7,8 +7,11 @@ They are kept by token (which sections hold it, how often), so a task reads the 
 own few words and never walks every section of every file.
 
 The statistics live in ``<git common dir>/pilot/terms/<2 hex>/<blob id>`` (``marshal``, one file a
-blob, machine-local like the check logs): they hold words of the documentation, so they are never
-written to a note. A section withheld for a credential has no entry (nothing of it is stored), and
+blob, machine-local like the check logs), or, when a build counted many files at once (a cold
+build), in one ``terms/pack-<digest>`` file for all of them: creating a file is the costly part of
+storing (on ext4 right after a cache was wiped, a new inode each costs more than counting a file's
+terms), and a new task reads one file instead of hundreds. They hold words of the documentation, so
+they are never written to a note. A section withheld for a credential has no entry (nothing of it is stored), and
 a file with a credential in it is never cached at all.
 """
 
@@ -237,20 +240,94 @@ class ObjectFiles:
             pass
 
 
+PACK_MIN = 32  # the statistics of at least this many files counted together go to one pack
+MAX_PACKS = 8  # with this many packs, the next one holds them all and they go
+
+
 class TermCache:
-    """Per-blob term statistics under ``<git common dir>/pilot/terms/``."""
+    """Per-blob term statistics under ``<git common dir>/pilot/terms/``: one file a blob, or packs
+    of many (``pack-<digest>``: marshal of the layout and a dict of blob -> ``DocTerms.to_bytes``)."""
 
     def __init__(self, pilot_dir: Path | None) -> None:
         self.files = ObjectFiles(pilot_dir / "terms" if pilot_dir is not None else None)
         self.root = self.files.root
+        self._packed: dict[str, bytes] | None = None
+
+    def _pack_names(self) -> list[str]:
+        if self.root is None:
+            return []
+        try:
+            return sorted(n for n in os.listdir(self.root) if n.startswith("pack-"))
+        except OSError:
+            return []
+
+    def _read_pack(self, name: str) -> dict[str, bytes]:
+        """A pack's entries (none when it cannot be read or is not one this layout wrote)."""
+        try:
+            with open(os.path.join(os.fspath(self.root or ""), name), "rb") as f:
+                layout, entries = marshal.loads(f.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            return {}
+        if layout != _LAYOUT or not isinstance(entries, dict):
+            return {}
+        return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, bytes)}
+
+    def _packs(self) -> dict[str, bytes]:
+        if self._packed is None:
+            self._packed = {}
+            for name in self._pack_names():
+                self._packed.update(self._read_pack(name))
+        return self._packed
 
     def get(self, blob: str) -> DocTerms | None:
-        data = self.files.read(blob)
-        return None if data is None else DocTerms.from_bytes(data)
+        data = self._packs().get(blob)
+        got = None if data is None else DocTerms.from_bytes(data)
+        if got is None:
+            data = self.files.read(blob)
+            got = None if data is None else DocTerms.from_bytes(data)
+        return got
 
     def put(self, blob: str, terms: DocTerms) -> None:
         """Store ``terms`` (best effort: a cache that cannot be written is only slower)."""
         self.files.write(blob, terms.to_bytes())
+
+    def put_all(self, entries: dict[str, DocTerms]) -> None:
+        """Store many: a file each when they are few, else one pack (best effort)."""
+        if self.root is None or not entries:
+            return
+        if len(entries) < PACK_MIN:
+            for blob, terms in entries.items():
+                self.put(blob, terms)
+            return
+        body = {blob: entries[blob].to_bytes() for blob in sorted(entries)}
+        old = self._pack_names()
+        if len(old) >= MAX_PACKS:  # one pack for all: the reader's file count stays small
+            merged: dict[str, bytes] = {}
+            for name in old:
+                merged.update(self._read_pack(name))
+            merged.update(body)
+            body = {blob: merged[blob] for blob in sorted(merged)}
+        else:
+            old = []
+        import hashlib
+
+        from gitpilot.fileio import atomic_write
+
+        data = marshal.dumps((_LAYOUT, body))
+        name = "pack-" + hashlib.blake2b(data, digest_size=12).hexdigest()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.root / name, data)
+        except OSError:
+            return
+        for gone in old:
+            if gone != name:
+                try:
+                    os.unlink(self.root / gone)
+                except OSError:
+                    pass
+        if self._packed is not None:
+            self._packed.update(body)
 
 
 def terms_for(
@@ -274,14 +351,16 @@ def terms_for_all(
     todo = [i for i, got in enumerate(out) if got is None]
 
     def count(i: int) -> DocTerms:
-        blob, smap, lines, cacheable = files[i]
-        fresh = compute(smap, lines)
-        if cacheable and blob:
-            cache.put(blob, fresh)  # (stored by the process that counted it)
-        return fresh
+        _blob, smap, lines, _cacheable = files[i]
+        return compute(smap, lines)
 
+    store: dict[str, DocTerms] = {}
     for i, fresh in zip(todo, map_all(count, todo, DocTerms.to_bytes, DocTerms.from_bytes), strict=True):
         out[i] = fresh
+        blob, _smap, _lines, cacheable = files[i]
+        if cacheable and blob:
+            store[blob] = fresh
+    cache.put_all(store)
     return [t for t in out if t is not None]
 
 
