@@ -281,6 +281,12 @@ def test_identifier_lines_are_the_lines_the_pattern_matches() -> None:
         "Ünïcode café: the url and getFromApi() — GETFROMAPI too\n",
         "ſhort: the Kelvin \u212a\nand maſk\n\u0130d here\nurl, id\n",  # the folding characters
         "no newline at the end: url",
+        # beyond ASCII without the folding characters: 2-, 3- and 4-byte characters before the
+        # names, letters that make a name part of a longer word (\u00ffurl), a capital whose
+        # lower case is longer in UTF-8 (\u023a), other line breaks
+        "\u023a big url \u2014 \u00ffurl \U0001f600 url\nline two: getFromApi\u00a0url\n\U0001f600\U0001f600 baseURL\n",
+        "\u00e9\n" * 3 + "x \u2014 MINIMAX \u0438 url\r\n\u0442\u0435\u043a\u0441\u0442 URL\u2028url\nCaf\u00e9 CAF\u00c9\n",
+        "url and \u00e9url \u00e9 url \u00e9URL\n",
     ]
     task = ("Fix the `url`, `baseURL`, `task.content.url`, `a.a`, `MiniMax`, `getFromApi()`, `mask`, "
             "`id` and `cafe` handling (Phase 2)")

@@ -450,6 +450,8 @@ def _counts(toks: Sequence[str]) -> dict[str, int]:
 def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]) -> list[list[int]]:
     """For each identifier, the (1-based) lines of ``doc`` it occurs on ([] when it does not)."""
     text = doc.text or "".join(doc.lines)
+    if not text.isascii() and not any(c in text for c in _FOLDS):
+        return _id_lines_utf8(doc, text, ids, rx)
     low = text.lower()
     out: list[list[int]] = []
     starts: list[int] | None = None
@@ -466,6 +468,59 @@ def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]
             continue
         hits = [m.start() for m in pattern.finditer(text)]
         out.append(sorted({bisect_right(starts, h) for h in hits}))
+    return out
+
+
+def _id_lines_utf8(doc: Doc, text: str, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]) -> list[list[int]]:
+    """``_id_lines`` of a text with characters beyond ASCII and none of ``_FOLDS``, whose
+    lower-case form is searched as UTF-8 bytes with only the ASCII letters lowered: no other
+    character lowers to an ASCII one or to more than one character (only the dotted capital I
+    and the Kelvin sign do, and they are ``_FOLDS``), so an ASCII name is in ``text.lower()``
+    exactly where it is in those bytes, and a character's place is its byte's place less the
+    UTF-8 continuation bytes before it. (``str.lower`` of such a text costs several times more:
+    a third of a large documentation tree's bytes are in such files.)"""
+    raw = text.encode("utf-8", "surrogatepass").lower()
+    low: str | None = None
+    cont: bytes | None = None
+    out: list[list[int]] = []
+    starts: list[int] | None = None
+    for i, pattern in zip(ids, rx, strict=True):
+        lit = i.text.lower()
+        if lit.isascii():
+            found = lit.encode("ascii") in raw
+        else:
+            low = text.lower() if low is None else low
+            found = lit in low
+        if not found:
+            out.append([])
+            continue
+        if starts is None:
+            starts = [0, *accumulate(map(len, doc.lines))]
+        if _literal_name(i):  # (an ASCII name: ``lit`` is ASCII)
+            cont = raw.translate(_CONTINUATION) if cont is None else cont
+            places = _char_places(raw, cont, lit.encode("ascii"))
+            lines = sorted({bisect_right(starts, h) for h in places})
+            out.append([n for n in lines if pattern.search(text, starts[n - 1], starts[n]) is not None])
+            continue
+        hits = [m.start() for m in pattern.finditer(text)]
+        out.append(sorted({bisect_right(starts, h) for h in hits}))
+    return out
+
+
+# Each UTF-8 continuation byte (0x80-0xBF) as 0x80, every other byte as 0.
+_CONTINUATION = bytes(0x80 if 0x80 <= b < 0xC0 else 0 for b in range(256))
+
+
+def _char_places(raw: bytes, cont: bytes, lit: bytes) -> list[int]:
+    """The character places of the matches of ``lit`` in ``raw`` (UTF-8), one after another as
+    ``re.finditer`` finds them; ``cont`` marks ``raw``'s continuation bytes."""
+    out: list[int] = []
+    before = at = 0
+    for m in re.finditer(re.escape(lit), raw):
+        start = m.start()
+        before += cont.count(0x80, at, start)
+        at = start
+        out.append(start - before)
     return out
 
 
