@@ -181,6 +181,15 @@ def test_an_import_only_or_symlinked_claude_md_includes_its_target_once(tmp_path
     assert res.text.count("Use Python 3.11.") == 1
     assert "`CLAUDE.md` is a symlink to `AGENTS.md`" in res.text
 
+    # a tracked file made a symlink in the working tree (not committed) is a symlink too
+    root = tmp_path / "relinked"
+    make_repo(root, {"AGENTS.md": AGENTS, "CLAUDE.md": "# Memory\n\nKeep it short.\n"})
+    (root / "CLAUDE.md").unlink()
+    os.symlink("AGENTS.md", root / "CLAUDE.md")
+    res = build_capsule(Repo.discover(root), "Rename the logger")
+    assert res.text.count("Use Python 3.11.") == 1
+    assert "`CLAUDE.md` is a symlink to `AGENTS.md`" in res.text
+
 
 def test_imports_of_memory_files_become_listed_memory(tmp_path: Path) -> None:
     repo = _repo(

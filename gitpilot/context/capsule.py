@@ -338,7 +338,10 @@ def _expand_imports(
     for path in sorted(srcs):
         src = srcs[path]
         target: str | None = None
-        if src.status not in ("credential", "outside"):
+        ent = inv.entries.get(path)
+        if src.status == "clean" and ent is not None and ent.mode in ("100644", "100755"):
+            pass  # git says it is the regular file the index holds (a link there would be a change)
+        elif src.status not in ("credential", "outside"):
             target = sources.link_target(root, path)
         if target == "":
             src.status = "outside"
