@@ -484,6 +484,52 @@ def test_the_code_area_kept_for_a_tree_is_what_a_fresh_build_finds_and_follows_t
         assert _capsule(root, task) == moved
 
 
+CONTRIB = {
+    "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+    "CONTRIBUTING.md": "# Contributing\n\n## Running the tests\n\nRun `make test` before a pull request.\n\n"
+    "## Documentation\n\nBuild the docs with `mkdocs serve` and preview them.\n\n"
+    "## Commit messages\n\nUse conventional commits.\n",
+    "docs/README.md": "# Docs\n\n## Building the docs\n\nRun mkdocs build.\n",
+    **{f"docs/guide/page{i}.md": f"# Page {i}\n\n" + f"Page {i} describes the dashboard layout.\n" * 12
+       for i in range(30)},
+}
+
+
+def test_convention_priors_kept_for_a_tree_are_what_a_fresh_build_finds(tmp_path: Path) -> None:
+    import hashlib
+    from dataclasses import replace
+
+    from gitpilot.context.conventions import KeptPriors, convention_priors
+
+    root = make_repo(tmp_path / "repo", CONTRIB)
+    tasks = ["Document the dashboard layout in the docs", "Fix the dashboard layout colours"]
+    fresh = {t: _capsule(root, t, use_cache=False) for t in tasks}
+    for t in tasks:  # a task about documentation has one more convention class: kept apart
+        _forget_capsules(root)
+        assert _capsule(root, t) == fresh[t]
+        _forget_capsules(root)
+        assert _capsule(root, t) == fresh[t]  # read back
+    kept = sorted((root / ".git" / "pilot" / "conventions").glob("tree-*"))
+    assert len(kept) == 2  # for a task about documentation, and for the others
+    # another content of a developer document: its priors are worked out again
+    (root / "CONTRIBUTING.md").write_text(CONTRIB["CONTRIBUTING.md"].replace("## Running the tests", "## Notes"))
+    _forget_capsules(root)
+    edited = _capsule(root, tasks[1])
+    assert edited == _capsule(root, tasks[1], use_cache=False) and edited != fresh[tasks[1]]
+    for damaged in (b"\x00garbage", b""):
+        for f in kept:
+            f.write_bytes(damaged)
+        _forget_capsules(root)
+        assert _capsule(root, tasks[1]) == edited
+    # the same documents in another order, or one without a known blob: the definition's priors
+    docs = [replace(d, blob=hashlib.sha1("".join(d.lines).encode()).hexdigest()) for d in _docs(CONTRIB)]
+    store = KeptPriors(tmp_path / "pilot")
+    for order in (docs, docs[::-1], [d if i else replace(d, blob="") for i, d in enumerate(docs)]):
+        for task in tasks + tasks:
+            assert store.priors(order, task) == convention_priors(order, task)
+    assert convention_priors(docs, tasks[0]) != convention_priors(docs, tasks[1])
+
+
 def test_parsed_notes_are_kept_by_note_and_a_damaged_or_wrong_copy_is_not_trusted(tmp_path: Path) -> None:
     from gitpilot.context.cache import NoteMirror
     from gitpilot.context.markdown import map_from_marshal, map_to_marshal, parse

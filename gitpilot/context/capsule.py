@@ -124,7 +124,10 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     got = prepare(repo, task_text, state, use_cache=use_cache)
     srcs, files, skipped, shown, withheld = got.srcs, got.files, got.skipped, got.shown, got.withheld
     instr, aliases, mandatory, docs = got.instr, got.aliases, got.mandatory, got.docs
-    ranking = Ranking(docs, task_text, shown, area=got.area.scores, area_files=got.area.files)
+    from gitpilot.context.conventions import KeptPriors
+
+    kept = KeptPriors(repo.pilot_dir if use_cache else None)
+    ranking = Ranking(docs, task_text, shown, area=got.area.scores, area_files=got.area.files, kept=kept)
     sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes)
     relevant = [
         Piece(
@@ -214,6 +217,7 @@ def _candidates(
                 front=frontmatter.parse(lines),
                 terms=terms,
                 text=files.texts[p],
+                blob=src.blob,
             )
         )
     return docs

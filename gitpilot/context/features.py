@@ -70,6 +70,7 @@ class Doc:
     front: FrontMatter = NONE
     terms: DocTerms | None = None  # cached term counts (computed when None)
     text: str = ""  # the exact text, "".join(lines), where the caller has it at hand
+    blob: str = ""  # the git blob id of the text, where it is known
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import overload
 
 from gitpilot.context import weights as W
 from gitpilot.context.choose import LeftOut, Pick, Selection, choose
+from gitpilot.context.conventions import KeptPriors
 from gitpilot.context.doctypes import kind_of
 from gitpilot.context.features import Doc, DocSignals, column_weights, fill_row, signals, zero_row
 from gitpilot.context.query import query_weights
@@ -65,6 +66,7 @@ class Ranking:
         *,
         area: Mapping[str, float] | None = None,
         area_files: Sequence[str] = (),
+        kept: KeptPriors | None = None,
     ) -> None:
         from gitpilot.context.conventions import convention_priors
 
@@ -73,7 +75,7 @@ class Ranking:
         self.excluded = excluded
         self.query = query_weights(task)
         self.ids = identifiers(task)
-        priors, _ = convention_priors(self.docs, task)
+        priors, _ = kept.priors(self.docs, task) if kept is not None else convention_priors(self.docs, task)
         self.priors = priors
         self.signals: list[DocSignals] = signals(
             self.docs, self.query, self.ids, priors, area or {}, area_files
