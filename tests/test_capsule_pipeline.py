@@ -193,11 +193,57 @@ def test_a_documents_own_directory_name_is_a_signal() -> None:
     from gitpilot.context.query import query_weights
 
     q = query_weights("Turn the crash into a proper error for the C API")
-    assert _dir_share("packages/astro/src/core/errors/README.md", q) == 1.0
-    assert _dir_share("api_spec/README.md", q) == 0.5  # "api" of "api spec"
-    assert _dir_share("src/docs/README.md", q) == 0.0  # generic directories say nothing: none left
-    assert _dir_share("README.md", q) == 0.0
-    assert _dir_share("crates/nu-std/CONTRIBUTING.md", q) == 0.0
+    assert _dir_share("packages/astro/src/core/errors/README.md", q, {}, 10) == 1.0
+    assert _dir_share("api_spec/README.md", q, {}, 10) == 0.5  # "api" of "api spec"
+    assert _dir_share("src/docs/README.md", q, {}, 10) == 0.0  # generic directories say nothing: none left
+    assert _dir_share("README.md", q, {}, 10) == 0.0
+    assert _dir_share("crates/nu-std/CONTRIBUTING.md", q, {}, 10) == 0.0
+    # a word in most candidates' paths (the project's own name) counts for little
+    assert _dir_share("src/errors/README.md", q, {"error": 9}, 10) == pytest.approx(0.1)
+    # a synonym of a task word is weaker than the word ("failure" for "crash")
+    assert 0 < _dir_share("src/failures/README.md", q, {}, 10) < 1.0
+
+
+def test_the_area_is_the_directory_particular_to_the_task() -> None:
+    """A package holding many directories holds all their words and names; the task's area is the
+    directory where they are concentrated (``models/`` with its model files), not the package."""
+    from gitpilot.context import area
+    from gitpilot.context.query import query_weights
+
+    code = [f"pkg/models/{n}.py" for n in ("openai", "cerebras", "groq", "mistral")]
+    code += [f"pkg/{d}/{n}.py" for d in ("ui", "tools", "graph", "evals") for n in ("run", "state", "view", "misc")]
+    dirs = ["pkg", "pkg/models", "pkg/ui"]
+    bags = area.word_bags(code, dirs)
+    assert {d: b[area.FILES] for d, b in bags.items()} == {"pkg": 20, "pkg/models": 4, "pkg/ui": 4}
+    q = query_weights("Cerebras models reject the penalty settings")
+    found = {"CerebrasModel": ["pkg/models/cerebras.py", "pkg/ui/view.py"]}
+    got = area.scores(bags, q, found)
+    assert got.scores["pkg/models"] == 1.0 > got.scores["pkg"]
+    # a word most candidate documents use says nothing of an area
+    common = area.scores(bags, query_weights("models"), {}, (), {"model": 1.0})
+    assert common.scores == {}
+
+
+def test_a_link_most_candidates_have_is_weak_evidence() -> None:
+    """An instruction file that links every document says little about which one a task needs:
+    the ``linked`` signal is worth the share of candidates that are not linked."""
+    from gitpilot.context.features import Doc, signals
+    from gitpilot.context.markdown import parse, split_lines
+    from gitpilot.context.query import query_weights
+    from gitpilot.context.select import prepared
+
+    def doc(path: str, text: str, linked: bool) -> Doc:
+        return prepared(Doc(path, parse(text), split_lines(text), linked=linked))
+
+    q = query_weights("retry the upload")
+    few = [doc("a.md", "# A\n\nretry the upload\n", True)] + [
+        doc(f"d{i}.md", "# D\n\nother text\n", False) for i in range(3)
+    ]
+    many = [doc("a.md", "# A\n\nretry the upload\n", True)] + [
+        doc(f"d{i}.md", "# D\n\nother text\n", True) for i in range(3)
+    ]
+    assert signals(few, q, [], {}, {}, [])[0].values["linked"] == 0.75
+    assert signals(many, q, [], {}, {}, [])[0].values["linked"] == 0.0
 
 
 def test_a_tools_configuration_directory_is_never_the_area(tmp_path: Path) -> None:

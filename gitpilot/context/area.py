@@ -6,10 +6,13 @@ that directory, rarely by path. Two kinds of evidence, both from the tree:
 - **names**: every identifier the task gives (``RESTClient``, ``duckdb_appender_column_count``,
   ``--save-peer``) is searched for with ``git grep`` (all at once) in the code files (never in documentation,
   tests or fixtures, never in a credential-named file or a symlink); a directory holding many of
-  an identifier's files gets much of its weight, a rare identifier more than a common one;
+  an identifier's files, and few others, gets much of its weight, a rare identifier more than a
+  common one;
 - **words**: each directory is described by the words of the paths of the code files below it
-  (``discovery/consul/consul.go``: "discovery", "consul"), scored with BM25 against the task's
-  words, so "a new service discovery mechanism" points at ``discovery/``.
+  (``discovery/consul/consul.go``: "discovery", "consul"), each task word counted by its rarity
+  among the directories and by the share of the directory's files that hold it, so "a new
+  service discovery mechanism" points at ``discovery/``, not at the package that holds it among
+  forty other directories.
 
 Only directories that hold a candidate document (``discovery/README.md``) are scored, the root
 never (every document is below it). Scores are divided by the best, so the area of the top
@@ -31,8 +34,7 @@ from typing import Any
 
 from gitpilot.context.text import Identifier, tokens
 
-K1 = 1.2
-B = 0.5
+K1 = 1.2  # how fast a word's evidence grows with the files that hold it
 NAME_WEIGHT = 2.0  # of one identifier's evidence, against the words' BM25
 MAX_NAMES = 12  # identifiers searched, at most
 MAX_ARG_BYTES = 96_000  # file arguments per git grep
@@ -47,6 +49,7 @@ _NOT_CODE = re.compile(
 # A directory whose name starts with a dot holds a tool's configuration (``.github/workflows``,
 # ``.circleci``, ``.vscode``, ``.cargo``), not the code of a part of the product: never an area.
 _TOOL_DIR = re.compile(r"(^|/)\.[^/]+/")
+FILES = "/"  # a word bag's count of its directory's code files (no word holds a slash)
 _NAME_KINDS = ("code", "camel", "snake", "call", "flag")
 
 
@@ -215,7 +218,8 @@ def start(root: Path, files: Sequence[str], ids: Sequence[Identifier]) -> Search
 
 
 def word_bags(files: Sequence[str], dirs: Iterable[str]) -> dict[str, dict[str, int]]:
-    """For each directory, how many of its code files' relative paths hold each word."""
+    """For each directory, how many of its code files' relative paths hold each word, and under
+    ``FILES`` how many code files it holds."""
     want = set(dirs)
     bags: dict[str, dict[str, int]] = {d: {} for d in want}
     seen: dict[str, list[str]] = {}
@@ -232,6 +236,7 @@ def word_bags(files: Sequence[str], dirs: Iterable[str]) -> dict[str, dict[str, 
                 toks = sorted(set(tokens(re.sub(r"[/._-]+", " ", stem))))
                 seen[rel] = toks
             bag = bags[d]
+            bag[FILES] = bag.get(FILES, 0) + 1
             for t in toks:
                 bag[t] = bag.get(t, 0) + 1
     return bags
@@ -332,24 +337,32 @@ def scores(
     query: Mapping[str, float],
     found: Mapping[str, Sequence[str]],
     named_files: Sequence[str] = (),
+    common: Mapping[str, float] | None = None,
 ) -> Area:
-    """The area of each directory in ``bags`` from the words and the names found."""
+    """The area of each directory in ``bags`` from the words and the names found.
+
+    A directory is the task's area for what is particular to it: each word counts by the share
+    of the directory's files that hold it (``FILES``), and each name by the share of its files
+    that hold the name, so ``models/`` with thirty model files beats the package above it that
+    holds them among three hundred others. A word most of the candidate documents use
+    (``common``: the share of them; the project's own name) says nothing of an area."""
     n = len(bags) or 1
+    common = common or {}
     df = dict.fromkeys(query, 0)
     for bag in bags.values():
         for t in query:
             if t in bag:
                 df[t] += 1
-    lens = {d: sum(b.values()) for d, b in bags.items()}
-    avg = (sum(lens.values()) / n) or 1.0
     out: dict[str, float] = {}
     for d, bag in bags.items():
         total = 0.0
-        norm = K1 * (1 - B + B * lens[d] / avg)
+        size = bag.get(FILES) or 1
         for t, w in query.items():
             f = bag.get(t)
             if f:
-                total += w * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * f * (K1 + 1) / (f + norm)
+                share = min(1.0, f / size)
+                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                total += w * (1.0 - common.get(t, 0.0)) * idf * share * f / (f + K1)
         out[d] = total
     files: set[str] = set(named_files)
     for _name, hits in sorted(found.items()):
@@ -365,10 +378,24 @@ def scores(
                     under[key] = under.get(key, 0) + 1
         rarity = math.log(1 + 10 / len(hits))
         for d, c in under.items():
-            out[d] = out.get(d, 0.0) + NAME_WEIGHT * rarity * c / len(hits)
+            size = bags[d].get(FILES) or c
+            out[d] = out.get(d, 0.0) + NAME_WEIGHT * rarity * c / len(hits) * math.sqrt(min(1.0, c / size))
     best = max(out.values(), default=0.0)
     scaled = {d: v / best for d, v in out.items() if v > 0} if best > 0 else {}
     return Area(scaled, sorted(files)[:MAX_AREA_FILES])
+
+
+def common_words(query: Mapping[str, float], docs: Sequence[Any]) -> dict[str, float]:
+    """For each query word, the share of the candidate documents whose text holds it."""
+    if not docs:
+        return {}
+    out = dict.fromkeys(query, 0)
+    for d in docs:
+        has = d.terms.has
+        for t in query:
+            if has(t):
+                out[t] += 1
+    return {t: c / len(docs) for t, c in out.items()}
 
 
 def doc_dirs(paths: Iterable[str]) -> list[str]:

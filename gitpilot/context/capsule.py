@@ -244,7 +244,8 @@ def _area(
     found = proc.result()
     dirs = area.doc_dirs(d.path for d in docs)
     named = [p for p in inv.entries if any(p == i or p.endswith("/" + i) for i in ids)]
-    return area.scores(tree.word_bags(code, dirs), query_weights(task), found, named)
+    query = query_weights(task)
+    return area.scores(tree.word_bags(code, dirs), query, found, named, area.common_words(query, docs))
 
 
 def _task_ids(task: str) -> list[Any]:

@@ -7,10 +7,12 @@ Document signals (what a document is about, as a whole):
 - ``path``: the same over the words of its path (``discovery/README.md``: "discovery");
 - ``dir``: the share of the words of its own directory's name that the task uses (``errors/README.md``
   for a task about an error; ``api_spec/README.md`` half for one about the C API): the README,
-  CONTRIBUTING or AGENTS.md of a directory is about what the directory is named for;
+  CONTRIBUTING or AGENTS.md of a directory is about what the directory is named for (a word in
+  most candidates' paths, the project's own name, counts for little);
 - ``ids``: the share of the identifiers the task names (``RESTClient``, ``--save-peer``) that
   occur in it verbatim;
-- ``linked``: an instruction or rule file links to it (what the maintainers point contributors to);
+- ``linked``: an instruction or rule file links to it (what the maintainers point contributors to),
+  worth the share of the candidates that are not linked: a link every document has tells none apart;
 - ``area``: it lies in the code directory the task concerns (``area``);
 - ``scoped`` / ``applies``: its front matter limits it to some paths, and those paths hold files
   of the task's area;
@@ -372,6 +374,8 @@ def signals(
         sec_total += dt.length_total + dt.plen_total
         shead_total += dt.plen_total
     path_bags = [_counts(path_words(d.path)) for d in docs]
+    path_df = _counts([t for bag in path_bags for t in bag])
+    linked_share = sum(1 for d in docs if d.linked) / (len(docs) or 1)
     m_body = _Bm25(weights, df_body, len(docs), body_total)
     m_head = _Bm25(weights, df_head, len(docs), head_total)
     m_path = _Bm25.over(weights, path_bags, [sum(p.values()) for p in path_bags], b=PATH_B)
@@ -388,9 +392,9 @@ def signals(
             "bm25": m_body.score(m.body, dt.length_total + m.heading_len),
             "heads": m_head.score(m.heads, m.heading_len),
             "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
-            "dir": _dir_share(doc.path, weights),
+            "dir": _dir_share(doc.path, weights, path_df, len(docs)),
             "ids": sum(1 for f in lines_of if f) / len(ids) if ids else 0.0,
-            "linked": 1.0 if doc.linked else 0.0,
+            "linked": 1.0 - linked_share if doc.linked else 0.0,
             "area": _area_of(doc.path, area),
             "scoped": 1.0 if doc.front.scoped else 0.0,
             "applies": 1.0 if doc.front.scoped and any(matches(f, doc.front.scopes) for f in area_files) else 0.0,
@@ -571,9 +575,12 @@ def _id_sections(smap: SectionMap, found: Sequence[Sequence[int]]) -> dict[int, 
     return out
 
 
-def _dir_share(path: str, weights: Mapping[str, float]) -> float:
+def _dir_share(path: str, weights: Mapping[str, float], df: Mapping[str, int], n: int) -> float:
     """The share of the words of the name of ``path``'s nearest directory that says something
-    (not ``src``, ``docs``, ``packages`` ...: ``GENERIC_DIRS``) that are query terms (0 at the root)."""
+    (not ``src``, ``docs``, ``packages`` ...: ``GENERIC_DIRS``) that are query terms (0 at the root),
+    each counted by its query weight (a synonym less) and by how few of the ``n`` candidates'
+    paths hold it (``df``): a word in most paths (the project's own name, ``pydantic_ai/``) tells
+    one document from another no more than the root does."""
     parts = path.split("/")[:-1]
     while parts and (parts[-1].lower() in GENERIC_DIRS or not parts[-1].strip(".")):
         parts.pop()
@@ -582,7 +589,7 @@ def _dir_share(path: str, weights: Mapping[str, float]) -> float:
     words = set(tokens(_spaced(parts[-1])))
     if not words:
         return 0.0
-    return sum(1 for w in words if w in weights) / len(words)
+    return sum(min(1.0, weights[w]) * (1.0 - df.get(w, 0) / n) for w in words if w in weights) / len(words)
 
 
 def _area_of(path: str, area: Mapping[str, float]) -> float:
