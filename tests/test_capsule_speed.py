@@ -96,6 +96,11 @@ def _dense_signals(docs, weights, ids, conventions, area, area_files):  # type: 
         body_bags.append(body)
         body_lens.append(sum(dt.lengths) + heading_lens[-1])
     path_bags = [F._counts(F.path_words(d.path)) for d in docs]
+    path_df: dict[str, int] = {}
+    for bag in path_bags:
+        for t in bag:
+            path_df[t] = path_df.get(t, 0) + 1
+    unlinked = sum(1 for d in docs if not d.linked) / len(docs)
     m_body = F._Bm25.over(weights, body_bags, body_lens)
     m_head = F._Bm25.over(weights, heading_bags, heading_lens)
     m_path = F._Bm25.over(weights, path_bags, [sum(p.values()) for p in path_bags], b=F.PATH_B)
@@ -110,9 +115,9 @@ def _dense_signals(docs, weights, ids, conventions, area, area_files):  # type: 
             "bm25": m_body.score(body_bags[d], body_lens[d]),
             "heads": m_head.score(heading_bags[d], heading_lens[d]),
             "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
-            "dir": F._dir_share(doc.path, weights),  # from the path alone, no postings
+            "dir": F._dir_share(doc.path, weights, path_df, len(docs)),  # from the paths alone, no postings
             "ids": sum(1 for f in found if f) / len(ids) if ids else 0.0,
-            "linked": 1.0 if doc.linked else 0.0,
+            "linked": unlinked if doc.linked else 0.0,
             "area": F._area_of(doc.path, area),
             "scoped": 1.0 if doc.front.scoped else 0.0,
             "applies": 1.0 if doc.front.scoped and any(matches(f, doc.front.scopes) for f in area_files) else 0.0,

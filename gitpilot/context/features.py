@@ -375,7 +375,7 @@ def signals(
         shead_total += dt.plen_total
     path_bags = [_counts(path_words(d.path)) for d in docs]
     path_df = _counts([t for bag in path_bags for t in bag])
-    linked_share = sum(1 for d in docs if d.linked) / (len(docs) or 1)
+    unlinked = sum(1 for d in docs if not d.linked) / (len(docs) or 1)
     m_body = _Bm25(weights, df_body, len(docs), body_total)
     m_head = _Bm25(weights, df_head, len(docs), head_total)
     m_path = _Bm25.over(weights, path_bags, [sum(p.values()) for p in path_bags], b=PATH_B)
@@ -394,7 +394,7 @@ def signals(
             "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
             "dir": _dir_share(doc.path, weights, path_df, len(docs)),
             "ids": sum(1 for f in lines_of if f) / len(ids) if ids else 0.0,
-            "linked": 1.0 - linked_share if doc.linked else 0.0,
+            "linked": unlinked if doc.linked else 0.0,
             "area": _area_of(doc.path, area),
             "scoped": 1.0 if doc.front.scoped else 0.0,
             "applies": 1.0 if doc.front.scoped and any(matches(f, doc.front.scopes) for f in area_files) else 0.0,
