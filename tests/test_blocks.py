@@ -52,6 +52,17 @@ CASES = {
     "reference definition with a title on the next line": "[foo]: /url\n'title'\n# h\n",
     "reference definition over lines": "[a]:\n/url\n---\n",
     "reference definition with an open title": "[foo]: /url 'title\ncontinued'\n# h\n",
+    "a javascript destination is no definition": "[a]: javascript:alert(1)\n===\n[b]: JavaScript:x\n---\n",
+    "an entity-spelled javascript destination is no definition": "[a]: &#106;avascript:x\n===\n",
+    "data destinations: images only": "[a]: data:image/png;base64,xx\n===\n[b]: data:text/html,x\n---\n",
+    "ampersands in destinations": "[a]: /u?x=1&y=2\n===\n[b]: /u&amp;x\n---\n[c]: &#x6A;avascript:x\n===\n",
+    "non-ASCII destinations": "[a]: 최적화된\n===\n[b]: \u00a0javascript:x\n---\n[c]: <\tjavascript:x>\n===\n",
+    "an empty angle destination": "[a]: <>\n===\n[b]: <java script:x>\n---\n",
+    "a title in parentheses and escapes": "[a]: /u (ti\\)tle)\n===\n[b]: /u 'it\\'s'\n---\n",
+    "garbage after a title": "[a]: /u 'title' junk\n===\n[b]: /u\n'title' junk\n---\n",
+    "a title left open to the next blank line": "[a]: /u 'open\n\n# h\n",
+    "a label of only spaces": "[ ]: /u\n===\n",
+    "unbalanced parentheses in a destination": "[a]: /u(x\n===\n[b]: /u(x)y\n---\n",
     "a link at the start of a line is text": "[text](url)\nTitle\n---\n",
     "a label with a bracket is no definition": "[a[b]: /url\n===\n",
     "indented line after a paragraph is a continuation": "para\n    # not code\n# h\n",
@@ -98,7 +109,8 @@ _PIECES = [
     "", "text", "more text", "```", "```js", "~~~", "````", "   ```", "<div>", "</div>", "<!--", "-->",
     "<span>", "<pre>", "</pre>", "[ref]: /url", "[ref]:", "  /url 'title'", "| a | b |", "|---|---|",
     "a | b", "--|--", "***", "* * *", "  # spaced", "#", "- ```", "  ```", ">", "- # in item",
-    "<?php", "?>", "\t- tab item", "-\ttab", "<details>", "[x]: <a b> \"t\"",
+    "<?php", "?>", "\t- tab item", "-\ttab", "<details>", "[x]: <a b> \"t\"", "[y]: javascript:z",
+    "[z]: /u (t", "t)", "'t'", "[w]:", "[v]: &amp;x",
 ]
 
 

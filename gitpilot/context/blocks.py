@@ -17,7 +17,6 @@ each function can be read side by side with its ``rules_block/*.py``.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 _MAX_NESTING = 20  # the "commonmark" preset's maxNesting
 # String.prototype.trim's characters minus U+FEFF (markdown-it's MD_TRIM_CHARS)
@@ -451,7 +450,7 @@ def _list(st: _State, start: int, end: int, silent: bool, ends_paragraph: bool) 
 
 
 def _reference(st: _State, start: int, end: int, silent: bool) -> bool:
-    """A link reference definition (markdown-it's rules_block/reference.py, with its helpers)."""
+    """A link reference definition (markdown-it's rules_block/reference.py and its helpers)."""
     b, e, t, src = st.b, st.e, st.t, st.src
     pos = b[start] + t[start]
     maximum = e[start]
@@ -486,10 +485,6 @@ def _reference(st: _State, start: int, end: int, silent: bool) -> bool:
         pos += 1
     if label_end < 0 or string[label_end + 1 : label_end + 2] != ":":
         return False
-    from markdown_it.common.normalize_url import normalizeLink, validateLink
-    from markdown_it.common.utils import normalizeReference
-    from markdown_it.helpers import parseLinkDestination, parseLinkTitle
-
     pos = label_end + 2
     while pos < maximum:
         ch = string[pos]
@@ -502,10 +497,9 @@ def _reference(st: _State, start: int, end: int, silent: bool) -> bool:
         elif ch not in " \t":
             break
         pos += 1
-    dest: Any = parseLinkDestination(string, pos, maximum)
-    if not dest.ok or not validateLink(normalizeLink(dest.str)):
+    pos = _link_destination(string, pos, maximum)
+    if pos < 0:
         return False
-    pos = dest.pos
     dest_end_pos = pos
     dest_end_line = next_line
     begin = pos
@@ -520,7 +514,7 @@ def _reference(st: _State, start: int, end: int, silent: bool) -> bool:
         elif ch not in " \t":
             break
         pos += 1
-    title_res: Any = parseLinkTitle(string, pos, maximum, None)
+    title_res = _link_title(string, pos, maximum, None)
     while title_res.can_continue:
         more = _next_ref_line(st, next_line)
         if more is None:
@@ -529,9 +523,9 @@ def _reference(st: _State, start: int, end: int, silent: bool) -> bool:
         pos = maximum
         maximum = len(string)
         next_line += 1
-        title_res = parseLinkTitle(string, pos, maximum, title_res)
+        title_res = _link_title(string, pos, maximum, title_res)
     if pos < maximum and begin != pos and title_res.ok:
-        title = title_res.str
+        title = title_res.text
         pos = title_res.pos
     else:
         title = ""
@@ -548,11 +542,115 @@ def _reference(st: _State, start: int, end: int, silent: bool) -> bool:
             pos += 1
     if pos < maximum and string[pos] != "\n":
         return False
-    if not normalizeReference(string[1:label_end]):
+    if not string[1:label_end].strip(_TRIM):  # (normalizeReference: empty only when this is)
         return False
     if not silent:
         st.line = next_line
     return True
+
+
+def _link_destination(string: str, pos: int, maximum: int) -> int:
+    """markdown-it's parseLinkDestination and the link validation a definition's destination
+    passes: the position after a valid destination, -1 when there is none."""
+    start = pos
+    if pos < maximum and string[pos] == "<":
+        pos += 1
+        while pos < maximum:
+            ch = string[pos]
+            if ch in "\n<":
+                return -1
+            if ch == ">":
+                return pos + 1 if _valid_link(string[start + 1 : pos]) else -1
+            if ch == "\\" and pos + 1 < maximum:
+                pos += 2
+                continue
+            pos += 1
+        return -1
+    level = 0
+    while pos < maximum:
+        ch = string[pos]
+        if ch == " " or ch < " " or ch == "\x7f":
+            break
+        if ch == "\\" and pos + 1 < maximum:
+            if string[pos + 1] == " ":
+                break
+            pos += 2
+            continue
+        if ch == "(":
+            level += 1
+            if level > 32:
+                return -1
+        if ch == ")":
+            if level == 0:
+                break
+            level -= 1
+        pos += 1
+    if start == pos or level != 0:
+        return -1
+    return pos if _valid_link(string[start:pos]) else -1
+
+
+_BAD_PROTOCOLS = ("vbscript", "javascript", "file", "data")
+
+
+def _valid_link(raw: str) -> bool:
+    """markdown-it's ``validateLink(normalizeLink(unescapeAll(raw)))``. Normalizing keeps a URL's
+    start (its protocol, lower-cased), so an ASCII destination with nothing to unescape (no
+    backslash, no "&" before a ";") that starts with none of the refused protocols' names is
+    valid; any other is asked of markdown-it itself."""
+    plain = raw.isascii() and "\\" not in raw and ("&" not in raw or ";" not in raw[raw.index("&") :])
+    if plain and not raw.strip().lower().startswith(_BAD_PROTOCOLS):
+        return True
+    from markdown_it.common.normalize_url import normalizeLink, validateLink
+    from markdown_it.common.utils import unescapeAll
+
+    return bool(validateLink(normalizeLink(unescapeAll(raw))))
+
+
+class _Title:
+    """markdown-it's parseLinkTitle state; of the title's text only whether it is empty matters
+    (unescaping never empties a text), so the raw text is kept."""
+
+    __slots__ = ("ok", "can_continue", "pos", "text", "marker")
+
+    def __init__(self) -> None:
+        self.ok = False
+        self.can_continue = False
+        self.pos = 0
+        self.text = ""
+        self.marker = ""
+
+
+def _link_title(string: str, start: int, maximum: int, prev: _Title | None) -> _Title:
+    pos = start
+    state = _Title()
+    if prev is not None:
+        state.text = prev.text
+        state.marker = prev.marker
+    else:
+        if pos >= maximum:
+            return state
+        marker = string[pos]
+        if marker not in "\"'(":
+            return state
+        start += 1
+        pos += 1
+        state.marker = ")" if marker == "(" else marker
+    while pos < maximum:
+        ch = string[pos]
+        if ch == state.marker:
+            state.pos = pos + 1
+            state.text += string[start:pos]
+            state.ok = True
+            return state
+        if ch == "(" and state.marker == ")":
+            return state
+        if ch == "\\" and pos + 1 < maximum:
+            pos += 1
+        pos += 1
+    state.can_continue = True
+    state.text += string[start:pos]
+    return state
 
 
 def _next_ref_line(st: _State, line: int) -> str | None:

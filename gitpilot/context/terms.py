@@ -23,6 +23,7 @@ import os
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import accumulate, chain
 from pathlib import Path
 
 from gitpilot.context.markdown import SectionMap, range_text
@@ -82,10 +83,9 @@ class DocTerms:
     def of(cls, postings: dict[str, list[int]], lengths: list[int], headings: list[list[str]], plens: list[int],
            title_postings: dict[str, list[int]]) -> DocTerms:
         """The counts from each token's postings (``pos, count, ...``)."""
-        starts = array(_CODE, [0])
-        for post in postings.values():
-            starts.append(starts[-1] + len(post) // 2)
-        buffer = b"".join(array(_CODE, post).tobytes() for post in postings.values())
+        # (each posting list holds pairs: its running total of numbers, halved, is its start)
+        starts = array(_CODE, [0, *(n >> 1 for n in accumulate(map(len, postings.values())))])
+        buffer = array(_CODE, chain.from_iterable(postings.values())).tobytes()
         index = "\n" + "".join(t + "\n" for t in postings)
         return cls(index, starts.tobytes(), buffer, lengths, headings, plens, title_postings)
 
@@ -165,6 +165,9 @@ class DocTerms:
         return cls(index, starts, buffer, lengths, headings, plens, titles)
 
 
+_TITLE_TOKENS: dict[str, tuple[str, ...]] = {}  # (titles recur: "Parameters", "Example", "Usage")
+
+
 def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
     """The counts of a file from its section map and exact lines (withheld sections count nothing)."""
     from gitpilot.context.text import token_counts, tokens
@@ -175,7 +178,15 @@ def compute(smap: SectionMap, lines: Sequence[str]) -> DocTerms:
     plens: list[int] = []
     titles: dict[str, list[int]] = {}
     for pos, sec in enumerate(smap.sections):
-        own = tokens(sec.title) if sec.title else []
+        if sec.title:
+            known = _TITLE_TOKENS.get(sec.title)
+            if known is None:
+                known = tuple(tokens(sec.title))
+                if len(_TITLE_TOKENS) < 100_000:
+                    _TITLE_TOKENS[sec.title] = known
+            own = list(known)
+        else:
+            own = []
         headings.append(own)
         for t in own:
             titles.setdefault(t, []).append(pos)
