@@ -17,6 +17,8 @@ each function can be read side by side with its ``rules_block/*.py``.
 from __future__ import annotations
 
 import re
+from itertools import accumulate
+from operator import add, sub
 
 _MAX_NESTING = 20  # the "commonmark" preset's maxNesting
 # String.prototype.trim's characters minus U+FEFF (markdown-it's MD_TRIM_CHARS)
@@ -72,27 +74,20 @@ class _State:
     def __init__(self, src: str) -> None:
         self.src = src
         self.size = len(src)
-        b: list[int] = []
-        e: list[int] = []
-        t: list[int] = []
-        s: list[int] = []
-        start = 0
-        for ln in src.split("\n"):
-            n = len(ln)
-            lead = n - len(ln.lstrip(" \t"))
-            b.append(start)
-            e.append(start + n)
-            t.append(lead)
-            if lead and "\t" in ln[:lead]:
+        lines = src.split("\n")
+        lens = list(map(len, lines))
+        b = list(accumulate([n + 1 for n in lens[:-1]], initial=0))  # each line's first offset
+        e: list[int] = list(map(add, b, lens))
+        t: list[int] = list(map(sub, lens, map(len, [ln.lstrip(" \t") for ln in lines])))  # leading spaces and tabs
+        s = t.copy()  # the same, tabs expanded to the next multiple of 4
+        if "\t" in src:
+            for i in [i for i, n in enumerate(t) if n and "\t" in lines[i][:n]]:
                 offset = 0
-                for ch in ln[:lead]:
+                for ch in lines[i][: t[i]]:
                     offset += 4 - offset % 4 if ch == "\t" else 1
-                s.append(offset)
-            else:
-                s.append(lead)
-            start += n + 1
+                s[i] = offset
         # markdown-it marks no line after a final "\n", nor a last line of only spaces and tabs
-        if src.endswith("\n") or t[-1] == e[-1] - b[-1]:
+        if src.endswith("\n") or t[-1] == lens[-1]:
             for marks in (b, e, t, s):
                 marks.pop()
         n = len(src)
@@ -328,8 +323,10 @@ def _hr(st: _State, start: int) -> bool:
     marker = st.src[pos]
     if marker not in "*-_":
         return False
-    rest = st.src[pos + 1 : st.e[start]].replace(" ", "").replace("\t", "")
-    return len(rest) >= 2 and not rest.strip(marker)
+    line = st.src[pos : st.e[start]]
+    if line.count(marker) < 3:  # (most lines that start so are list items: done at once)
+        return False
+    return not line.replace(" ", "").replace("\t", "").strip(marker)
 
 
 def _bullet_marker(st: _State, start: int) -> int:

@@ -268,16 +268,19 @@ def _sections(
         last = _last_text_line(lines, pre_start, pre_end)
         out.append(_make(lines, len(out), 0, "", None, pre_start, last, last, is_secret))
     base = len(out)
+    # each heading's subtree ends where the next heading of its level or a higher one starts
+    ends = [n] * len(headings)
+    waiting: list[int] = []
+    for k, (line0, level, _) in enumerate(headings):
+        while waiting and headings[waiting[-1]][1] >= level:
+            ends[waiting.pop()] = line0
+        waiting.append(k)
     stack: list[int] = []  # indexes into out of open headings
     for k, (line0, level, title) in enumerate(headings):
         while stack and out[stack[-1]].level >= level:
             stack.pop()
         start = line0 + 1
-        end = n
-        for line1, level1, _ in headings[k + 1 :]:
-            if level1 <= level:
-                end = line1
-                break
+        end = ends[k]
         next_line = headings[k + 1][0] if k + 1 < len(headings) else n
         body_end = _last_text_line(lines, start, min(next_line, end))
         out.append(
