@@ -43,7 +43,7 @@ SCHEMA: dict[str, tuple[Any, Any]] = {
     "leanloop.context.always_include_headings": ("list[str]", [
         "safety", "security", "secrets", "credentials", "policy", "guardrails", "constraints",
         "never", "do not", "must not", "forbidden", "human gates"]),
-    "leanloop.context.max_excerpt_bytes": ("int", 24000),
+    "leanloop.context.max_excerpt_bytes": ("int", 27000),
     "leanloop.context.max_section_bytes": ("int", 8000),
     "safety.human_gates": ("list[str]", []),
     "safety.notes": ("str", ""),

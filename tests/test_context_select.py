@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gitpilot.context.markdown import parse, split_lines
 from gitpilot.context.select import Doc, Ranking, select
 from gitpilot.context.text import identifiers, stem, tokens
@@ -332,3 +334,33 @@ def test_a_file_the_task_names_comes_first_whatever_its_kind() -> None:
     for task in ("Add the retry fix to packages/cli/CHANGELOG.md", "Restore CHANGELOG.md.bak, then release."):
         assert all("path named in the task" not in p.signals for p in select(docs, task).picks)
     assert "path named in the task" in select(docs, "Edit CHANGELOG.md.").picks[0].signals
+
+
+def test_the_best_passage_of_a_runner_up_document_comes_after_the_best_documents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long document mostly about something else holds the one passage the task needs: its
+    document scores below eight short pages on the task's broad words, so the documents' order
+    alone leaves it out; the budget's runner-up share brings its best section, and no weak match."""
+    from gitpilot.context import weights
+
+    files = {
+        f"ops/upload{i}.md": f"# Failed uploads {i}\n\nA failed upload is retried by the queue {i}.\n"
+        + "The queue keeps its order. " * 15 + "\n"
+        for i in range(9)
+    }
+    files.update({f"docs/other{i}.md": f"# Other {i}\n\nNothing of the kind.\n" for i in range(20)})
+    files["ops/operations.md"] = (
+        "# Operations\n\n" + PADDING + "## Retries\n\nA failed upload is retried with exponential backoff and jitter, "
+        "five times, then the upload is marked failed.\n" + "Each wait doubles the one before. " * 14 + "\n\n"
+        + PADDING.replace("Appendix", "Annex")
+    )
+    docs = _docs(files)
+    task = "Uploads that fail should be retried with exponential backoff and jitter"
+    sel = select(docs, task, max_excerpt_bytes=4000, max_section_bytes=2000)
+    assert ("ops/operations.md", "Operations › Retries") in _paths(sel)
+    assert "Colours and fonts" not in _picked_text(docs, sel)
+    assert sum(len("".join(split_lines(files[p.path])[p.start - 1 : p.end]).encode()) for p in sel.picks) <= 4000
+    monkeypatch.setattr(weights, "RUNNER_BYTES", 0)  # the eight pages fill the budget: no room is left for it
+    without = select(docs, task, max_excerpt_bytes=4000, max_section_bytes=2000)
+    assert ("ops/operations.md", "Operations › Retries") not in _paths(without)

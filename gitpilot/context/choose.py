@@ -137,9 +137,11 @@ def choose(
     reasons: dict[tuple[int, int], str] = {}
     memo: dict[int, _Lines] = {}
     used = _conventions(docs, sec_scores, conventions or {}, excluded, max_section_bytes, chosen, memo)
+    runners = min(weights.RUNNER_BYTES, max_excerpt_bytes // 4)
+    room = max_excerpt_bytes - runners
     taken = 0
     for d in order:
-        if taken >= weights.MAX_DOCS or used >= max_excerpt_bytes:
+        if taken >= weights.MAX_DOCS or used >= room:
             break
         doc = docs[d]
         lines = _lines_for(doc, excluded.get(doc.path, ()), memo)
@@ -149,7 +151,7 @@ def choose(
         whole_max = min(weights.WHOLE_DOC_BYTES, max_section_bytes)  # a whole file is one excerpt too
         if total <= whole_max and _focus(doc, lines, sec_scores[d]) >= weights.WHOLE_FOCUS:
             prior = sum(lines.bytes(a, b) for a, b, _ in chosen.get(d, ()))
-            if used - prior + total <= max_excerpt_bytes:
+            if used - prior + total <= room:
                 chosen[d] = [(1, len(doc.lines), -1)]
                 used += total - prior
                 taken += 1
@@ -159,15 +161,54 @@ def choose(
             continue
         kept = chosen.get(d, [])
         held = sum(lines.bytes(a, b) for a, b, _ in kept)
-        picked, cost = _sections(d, doc, lines, sec_scores[d], max_section_bytes, max_excerpt_bytes - used + held,
+        picked, cost = _sections(d, doc, lines, sec_scores[d], max_section_bytes, room - used + held,
                                  reasons, kept)
         if picked:
             chosen[d] = picked
             used += cost - held
             taken += 1
+    _runners(docs, order, sec_scores, excluded, max_excerpt_bytes - used, max_section_bytes, chosen, reasons, memo)
     picks = _picks(docs, doc_scores, sec_scores, why, chosen, excluded, memo)
     left, total_left = _left_out(docs, doc_scores, sec_scores, chosen, excluded, reasons) if left_out else ([], 0)
     return Selection(picks, left[:MANIFEST_LEFT_OUT], total_left, best=best)
+
+
+def _runners(
+    docs: Sequence[Doc],
+    order: Sequence[int],
+    sec_scores: Sequence[Sequence[float]],
+    excluded: Mapping[str, Sequence[tuple[int, int]]],
+    room: int,
+    max_section: int,
+    chosen: dict[int, list[tuple[int, int, int]]],
+    reasons: dict[tuple[int, int], str],
+    memo: dict[int, _Lines],
+) -> int:
+    """The best-scoring sections not yet taken, of the ``weights.RUNNER_DOCS`` best documents,
+    in what is left of the budget (at least ``weights.RUNNER_BYTES`` of it), down to
+    ``weights.RUNNER_CUT`` of the best one's score: where the documents' order missed the one a
+    task needs, its best passage may still be among the best passages of the runners-up. Returns
+    the bytes they take."""
+    cands = sorted(
+        ((d, i) for d in order[: weights.RUNNER_DOCS] for i, score in enumerate(sec_scores[d]) if score > 0),
+        key=lambda x: (-sec_scores[x[0]][x[1]], docs[x[0]].path, x[1]),
+    )
+    used = 0
+    top = sec_scores[cands[0][0]][cands[0][1]] if cands else 0.0
+    for d, i in cands:
+        if used >= room or sec_scores[d][i] < weights.RUNNER_CUT * top:
+            break
+        doc = docs[d]
+        sec = doc.smap.sections[i]
+        if any(a <= sec.start <= b for a, b, _ in chosen.get(d, ())):
+            continue
+        span = _span(sec, _lines_for(doc, excluded.get(doc.path, ()), memo), max_section)
+        if span is None or used + span[2] > room:
+            continue
+        chosen.setdefault(d, []).append((span[0], span[1], i))
+        reasons.pop((d, i), None)
+        used += span[2]
+    return used
 
 
 def _focus(doc: Doc, lines: _Lines, scores: Sequence[float]) -> float:

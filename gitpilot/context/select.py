@@ -208,7 +208,7 @@ def _top(values: Mapping[str, float], table: Mapping[str, float]) -> list[str]:
 def select(
     docs: Sequence[Doc],
     task: str,
-    max_excerpt_bytes: int = 24000,
+    max_excerpt_bytes: int = 27000,
     max_section_bytes: int = 8000,
     excluded: Mapping[str, Sequence[tuple[int, int]]] | None = None,
     *,

@@ -144,7 +144,7 @@ class Options:
         "forbidden",
         "human gates",
     )
-    max_excerpt_bytes: int = 24000
+    max_excerpt_bytes: int = 27000
     max_section_bytes: int = 8000
     agent: str = "claude"  # Claude Code loads CLAUDE.md and .claude/rules itself; other agents do not
 

@@ -65,6 +65,13 @@ TESTING_SLOTS = 1  # the project's testing conventions, shown whatever the task 
 CHANGES_SLOTS = 1  # how a change is recorded (changelog entries, news fragments, changesets, PRs)
 # FIT: shape end
 
+# What the budget keeps, after the best documents, for the best sections not yet taken of the
+# RUNNER_DOCS best documents (a hedge for a document order that missed; at most a quarter of it),
+# down to RUNNER_CUT of the best section's score (a weak match is not worth the reader's time).
+RUNNER_BYTES = 3000
+RUNNER_DOCS = 30
+RUNNER_CUT = 0.3
+
 CONVENTION_KINDS = frozenset({"contrib", "agent_rule", "agent_skill", "process", "root", "policy"})
 CONVENTION_TASK = 0.25  # of a convention section's own score for the task, beside its prior
 
