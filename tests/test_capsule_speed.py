@@ -310,6 +310,33 @@ def test_identifier_lines_are_the_lines_the_pattern_matches() -> None:
     assert any(_id_lines(Doc("d.md", parse(t, None, split_lines(t)), split_lines(t)), ids, rx)[0] for t in texts)
 
 
+def test_lines_split_on_first_use_are_the_split_lines() -> None:
+    from gitpilot.context.lines import HEAD, Lines
+    from gitpilot.context.markdown import split_lines
+
+    long = "".join(f"line {i}\n" for i in range(3 * HEAD)) + "last"
+    texts = ["", "\n", "a", "a\n", "a\nb", "---\ntitle: x\n---\n# T\n", "a\r\nb\rc\u2028d\n", "\x0c\n\x85x",
+             long, long + "\n", "x" * 5000 + "\n" + "y\n" * 300, "\n" * (HEAD + 3)]
+    for text in texts:
+        want = split_lines(text)
+        n = len(want)
+        for probe in (lambda x: len(x), lambda x: list(x), lambda x: x[0:1], lambda x: x[1:200], lambda x: x[:HEAD],
+                      lambda x: x[3:HEAD], lambda x: x[HEAD - 1 : HEAD + 2], lambda x: x[-3:], lambda x: x[::2]):
+            assert probe(Lines(text)) == probe(want), (text[:40], probe)
+        for i in [*range(-n, n), *range(n, n + 3), HEAD - 1, HEAD, -n - 1]:
+            fresh = Lines(text)
+            if -n <= i < n:
+                assert fresh[i] == want[i]
+            else:
+                try:
+                    fresh[i]
+                except IndexError:
+                    continue
+                raise AssertionError(f"line {i} of {n}")
+        got = Lines(text)
+        assert got == want and list(got) == want and got.all() == want and len(got) == n
+
+
 # --- reading and resolving sources without walking every path through os.path.realpath ----------
 
 

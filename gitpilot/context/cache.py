@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +70,8 @@ def fingerprint(options: Mapping[str, object], task_id: str, sources: Iterable[M
 
 def load_maps(
     repo: Repo,
-    items: Mapping[str, tuple[str, str, list[str]]],
-    parse: Callable[[str, list[str]], SectionMap],
+    items: Mapping[str, tuple[str, str, Sequence[str]]],
+    parse: Callable[[str, Sequence[str]], SectionMap],
     *,
     use_cache: bool = True,
 ) -> tuple[dict[str, SectionMap], int]:
@@ -123,7 +123,7 @@ def load_maps(
     return maps, parsed
 
 
-def _fits(smap: SectionMap, lines: list[str]) -> bool:
+def _fits(smap: SectionMap, lines: Sequence[str]) -> bool:
     """Whether a stored map describes these lines: every range inside the file and nested in
     its parent, and each top-level section's hash that of its text (a tampered or foreign
     note would otherwise make sections vanish from the capsule without a word)."""
@@ -164,7 +164,7 @@ class FittingNotes:
             except (OSError, UnicodeDecodeError):
                 self.known = set()
 
-    def fits(self, blob: str, copy: str, smap: SectionMap, lines: list[str]) -> bool:
+    def fits(self, blob: str, copy: str, smap: SectionMap, lines: Sequence[str]) -> bool:
         """``_fits(smap, lines)``, from the list when this file blob and map copy (``note:crc`` of
         the copy's bytes) are on it."""
         pair = f"{blob}:{copy}" if blob and copy else ""

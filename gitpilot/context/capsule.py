@@ -41,7 +41,7 @@ from gitpilot.context.mandatory import (
     whole_file,
     withhold,
 )
-from gitpilot.context.markdown import range_text, sha256_text, split_lines
+from gitpilot.context.markdown import range_text, sha256_text
 from gitpilot.context.result import CapsuleResult, write_files
 from gitpilot.repo import Repo
 
@@ -410,9 +410,10 @@ def _load_maps(
 ) -> None:
     from gitpilot.context import markdown
     from gitpilot.context.cache import load_maps
+    from gitpilot.context.lines import Lines
 
     for path, text in files.texts.items():
-        files.lines[path] = split_lines(text)
+        files.lines[path] = Lines(text)  # (split when first read: most files' lines never are)
     md = {
         p: (srcs[p].blob, t, files.lines[p]) for p, t in files.texts.items() if _markdownish(p) or p in srcs
     }
@@ -426,11 +427,11 @@ def _load_maps(
     clean = {p: v for p, v in md.items() if not secret.get(p, False)}
     known.add(v[0] for v in clean.values())
     maps, parsed = load_maps(
-        repo, clean, lambda text, lines: markdown.parse(text, None, lines), use_cache=use_cache
+        repo, clean, lambda text, lines: markdown.parse(text, None, list(lines)), use_cache=use_cache
     )
     for path in sorted(set(md) - set(clean)):
         # A file with a credential in it: parsed fresh so the withheld flags are current.
-        maps[path] = markdown.parse(md[path][1], contains_secret, md[path][2])
+        maps[path] = markdown.parse(md[path][1], contains_secret, list(md[path][2]))
         parsed += 1
     files.maps = maps
     files.parsed = parsed

@@ -32,12 +32,13 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
 from gitpilot.context.doctypes import KINDS
 from gitpilot.context.frontmatter import NONE, FrontMatter
+from gitpilot.context.lines import newlines_only
 from gitpilot.context.markdown import SectionMap
 from gitpilot.context.terms import DocTerms
 from gitpilot.context.text import Identifier, literal, tokens
@@ -459,20 +460,18 @@ def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]
         return _id_lines_utf8(doc, text, ids, rx)
     low = text.lower()
     out: list[list[int]] = []
-    starts: list[int] | None = None
+    places: _LinePlaces | None = None
     plain = text.isascii() or (len(low) == len(text) and not any(c in text for c in _FOLDS))
     for i, pattern in zip(ids, rx, strict=True):
         lit = i.text.lower()
         if lit not in low:
             out.append([])
             continue
-        if starts is None:
-            starts = [0, *accumulate(map(len, doc.lines))]
+        places = _LinePlaces(doc, text) if places is None else places
         if plain and _literal_name(i):
-            out.append(_literal_lines(text, low, lit, pattern, starts))
+            out.append(_literal_lines(low, lit, pattern, places))
             continue
-        hits = [m.start() for m in pattern.finditer(text)]
-        out.append(sorted({bisect_right(starts, h) for h in hits}))
+        out.append(places.numbers(m.start() for m in pattern.finditer(text)))
     return out
 
 
@@ -488,7 +487,7 @@ def _id_lines_utf8(doc: Doc, text: str, ids: Sequence[Identifier], rx: Sequence[
     low: str | None = None
     cont: bytes | None = None
     out: list[list[int]] = []
-    starts: list[int] | None = None
+    places: _LinePlaces | None = None
     for i, pattern in zip(ids, rx, strict=True):
         lit = i.text.lower()
         if lit.isascii():
@@ -499,17 +498,58 @@ def _id_lines_utf8(doc: Doc, text: str, ids: Sequence[Identifier], rx: Sequence[
         if not found:
             out.append([])
             continue
-        if starts is None:
-            starts = [0, *accumulate(map(len, doc.lines))]
+        places = _LinePlaces(doc, text) if places is None else places
         if _literal_name(i):  # (an ASCII name: ``lit`` is ASCII)
             cont = raw.translate(_CONTINUATION) if cont is None else cont
-            places = _char_places(raw, cont, lit.encode("ascii"))
-            lines = sorted({bisect_right(starts, h) for h in places})
-            out.append([n for n in lines if pattern.search(text, starts[n - 1], starts[n]) is not None])
+            out.append(places.matching(_char_places(raw, cont, lit.encode("ascii")), pattern))
             continue
-        hits = [m.start() for m in pattern.finditer(text)]
-        out.append(sorted({bisect_right(starts, h) for h in hits}))
+        out.append(places.numbers(m.start() for m in pattern.finditer(text)))
     return out
+
+
+class _LinePlaces:
+    """The lines of places in a text, numbered as its lines (``doc.lines``) are: where only
+    ``\n`` ends a line, by counting them in the text (the lines are not split for it), else by
+    the lines' lengths. Places are given in rising order."""
+
+    def __init__(self, doc: Doc, text: str) -> None:
+        self.text = text
+        self.starts: list[int] | None = None
+        if not newlines_only(text):
+            self.starts = [0, *accumulate(map(len, doc.lines))]
+
+    def numbers(self, places: Iterable[int]) -> list[int]:
+        """The lines of ``places``, each once."""
+        starts = self.starts
+        if starts is not None:
+            return sorted({bisect_right(starts, h) for h in places})
+        text, at, n = self.text, 0, 1
+        out: list[int] = []
+        for h in places:
+            n += text.count("\n", at, h)
+            at = h
+            if not out or out[-1] != n:
+                out.append(n)
+        return out
+
+    def matching(self, places: Iterable[int], pattern: re.Pattern[str]) -> list[int]:
+        """The lines of ``places``, each once, on which ``pattern`` matches (searched within the
+        line: from its start to its end)."""
+        text, starts = self.text, self.starts
+        if starts is not None:
+            return [n for n in self.numbers(places) if pattern.search(text, starts[n - 1], starts[n]) is not None]
+        at, n, last = 0, 1, 0
+        out: list[int] = []
+        for h in places:
+            n += text.count("\n", at, h)
+            at = h
+            if n == last:
+                continue
+            last = n
+            start, end = text.rfind("\n", 0, h) + 1, text.find("\n", h) + 1 or len(text)
+            if pattern.search(text, start, end) is not None:
+                out.append(n)
+        return out
 
 
 # Each UTF-8 continuation byte (0x80-0xBF) as 0x80, every other byte as 0.
@@ -541,14 +581,13 @@ def _literal_name(i: Identifier) -> bool:
     return i.text.isascii() and i.pattern == literal(i.text) and _LINE_BREAKS.isdisjoint(i.text)
 
 
-def _literal_lines(text: str, low: str, lit: str, pattern: re.Pattern[str], starts: Sequence[int]) -> list[int]:
+def _literal_lines(low: str, lit: str, pattern: re.Pattern[str], places: _LinePlaces) -> list[int]:
     """The lines where ``pattern`` (``lit`` as a whole name, case-insensitively) matches: the
     lines where the lower-case text holds ``lit``, each checked by the pattern itself. (A pattern
     that starts with a look-behind is tried at every character of the text; the lower-case text is
-    searched for ``lit`` much faster. ``text`` and ``low`` have the same length, and the name holds
+    searched for ``lit`` much faster. The text and ``low`` have the same length, and the name holds
     no line break, so a match and the place found for it are on the same line.)"""
-    found = sorted({bisect_right(starts, m.start()) for m in re.finditer(re.escape(lit), low)})
-    return [n for n in found if pattern.search(text, starts[n - 1], starts[n]) is not None]
+    return places.matching((m.start() for m in re.finditer(re.escape(lit), low)), pattern)
 
 
 def _id_sections(smap: SectionMap, found: Sequence[Sequence[int]]) -> dict[int, int]:

@@ -47,7 +47,7 @@ class Files:
     """Texts and maps of the readable sources."""
 
     texts: dict[str, str] = field(default_factory=dict)
-    lines: dict[str, list[str]] = field(default_factory=dict)
+    lines: dict[str, Sequence[str]] = field(default_factory=dict)  # (``lines.Lines``: split on first use)
     maps: dict[str, SectionMap] = field(default_factory=dict)
     parsed: int = 0
 
