@@ -364,3 +364,26 @@ def test_the_best_passage_of_a_runner_up_document_comes_after_the_best_documents
     monkeypatch.setattr(weights, "RUNNER_BYTES", 0)  # the eight pages fill the budget: no room is left for it
     without = select(docs, task, max_excerpt_bytes=4000, max_section_bytes=2000)
     assert ("ops/operations.md", "Operations › Retries") not in _paths(without)
+
+
+def test_a_long_guide_mostly_chosen_comes_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin guide longer than a whole-file excerpt: the task matches five of its six steps,
+    which hold most of its text, so the sixth step (publishing, in no word of the task) comes too,
+    as excerpts that each fit max_section_bytes."""
+    from gitpilot.context import weights
+
+    steps = ["Write the command", "Register the command", "Add a config item", "Test the plugin command",
+             "Document the plugin command"]
+    body = "A plugin command is registered on the core object and reads its config item. " * 18
+    guide = "# Plugins\n\nHow to write a plugin.\n\n" + "".join(f"## {s}\n\n{body}\n\n" for s in steps)
+    guide += "## Publish\n\n" + "Upload the wheel to the index with a trusted publisher. " * 22 + "\n"
+    files = {"docs/dev/plugins.md": guide, "docs/other.md": "# Other\n\nNothing here.\n"}
+    docs = _docs(files)
+    assert len(guide.encode()) > weights.WHOLE_DOC_BYTES
+    task = "Add a plugin command that registers a config item"
+    sel = select(docs, task, max_excerpt_bytes=27000, max_section_bytes=4000)
+    assert "Upload the wheel" in _picked_text(docs, sel)
+    assert all(len("".join(split_lines(guide)[p.start - 1 : p.end]).encode()) <= 4000 for p in sel.picks)
+    monkeypatch.setattr(weights, "WHOLE_SHARE", 1.01)
+    assert "Upload the wheel" not in _picked_text(docs, select(docs, task, max_excerpt_bytes=27000,
+                                                               max_section_bytes=4000))

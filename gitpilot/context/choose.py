@@ -163,6 +163,10 @@ def choose(
         held = sum(lines.bytes(a, b) for a, b, _ in kept)
         picked, cost = _sections(d, doc, lines, sec_scores[d], max_section_bytes, room - used + held,
                                  reasons, kept)
+        if picked and cost >= weights.WHOLE_SHARE * total and used - held + total <= room:
+            whole = _cover(doc, lines, max_section_bytes)
+            if whole is not None:
+                picked, cost = whole, sum(lines.bytes(a, b) for a, b, _ in whole)
         if picked:
             chosen[d] = picked
             used += cost - held
@@ -171,6 +175,25 @@ def choose(
     picks = _picks(docs, doc_scores, sec_scores, why, chosen, excluded, memo)
     left, total_left = _left_out(docs, doc_scores, sec_scores, chosen, excluded, reasons) if left_out else ([], 0)
     return Selection(picks, left[:MANIFEST_LEFT_OUT], total_left, best=best)
+
+
+def _cover(doc: Doc, lines: _Lines, max_section: int) -> list[tuple[int, int, int]] | None:
+    """The whole of ``doc`` as sections that fit ``max_section`` (a subtree, else its own part
+    and its children's), None when one own part does not fit."""
+    secs = doc.smap.sections
+    out: list[tuple[int, int, int]] = []
+    todo = [s.pos for s in secs if s.parent is None]
+    while todo:
+        i = todo.pop(0)
+        sec = secs[i]
+        if lines.bytes(sec.start, sec.end) <= max_section:
+            out.append((sec.start, sec.end, i))
+            continue
+        if lines.bytes(sec.start, sec.body_end) > max_section:
+            return None
+        out.append((sec.start, sec.body_end, i))
+        todo[:0] = doc.smap.kids(i)
+    return sorted(out)
 
 
 def _runners(

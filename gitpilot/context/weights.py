@@ -65,6 +65,10 @@ TESTING_SLOTS = 1  # the project's testing conventions, shown whatever the task 
 CHANGES_SLOTS = 1  # how a change is recorded (changelog entries, news fragments, changesets, PRs)
 # FIT: shape end
 
+# A long document whose chosen sections hold this share of its text comes whole (as sections that
+# fit max_section_bytes), when the room allows: the gaps between them are the guide's other steps.
+WHOLE_SHARE = 2 / 3
+
 # What the budget keeps, after the best documents, for the best sections not yet taken of the
 # RUNNER_DOCS best documents (a hedge for a document order that missed; at most a quarter of it),
 # down to RUNNER_CUT of the best section's score (a weak match is not worth the reader's time).
