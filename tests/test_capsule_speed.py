@@ -337,6 +337,35 @@ def test_lines_split_on_first_use_are_the_split_lines() -> None:
         assert got == want and list(got) == want and got.all() == want and len(got) == n
 
 
+def test_front_matter_read_from_the_first_lines_is_the_front_matter_of_all_of_them() -> None:
+    from gitpilot.context import frontmatter
+    from gitpilot.context.lines import Lines
+    from gitpilot.context.markdown import split_lines
+
+    def defined(lines: list[str]) -> frontmatter.FrontMatter:  # as first written: lines 2-200 at once
+        if not lines or lines[0].strip().lstrip("\ufeff") != "---":
+            return frontmatter.NONE
+        body: list[str] = []
+        for line in lines[1:200]:
+            if line.strip() in ("---", "..."):
+                break
+            body.append(line.rstrip("\r\n"))
+        else:
+            return frontmatter.NONE
+        got = frontmatter.parse(["---\n", *(b + "\n" for b in body), "---\n"])
+        assert got != frontmatter.NONE or not body
+        return got
+
+    for close in (1, 2, 31, 32, 33, 40, 198, 199, 200, 201, None):
+        head = ["---\n", "title: Video models\n", "description: Download the url\n", "paths: src/**\n"]
+        head += [f"key{i}: value {i}\n" for i in range(max(0, (close or 260) - len(head)))]
+        rest = ([] if close is None else ["...\n" if close == 33 else "---\n"]) + ["# Title\n", "Text.\n"] * 50
+        text = "".join(head + rest)
+        want = defined(split_lines(text))
+        assert frontmatter.parse(Lines(text)) == want == frontmatter.parse(split_lines(text)), close
+        assert (want == frontmatter.NONE) == (close is None or close > 199), close
+
+
 # --- reading and resolving sources without walking every path through os.path.realpath ----------
 
 

@@ -11,7 +11,7 @@ glob strings. Anything else is ignored; a file without front matter has none of 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 _KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$")
@@ -33,6 +33,7 @@ class FrontMatter:
 
 
 NONE = FrontMatter()
+_FIRST, _LAST = 32, 200  # front matter closes by line _LAST (the first lines read first)
 
 
 def parse(lines: Sequence[str]) -> FrontMatter:
@@ -40,7 +41,9 @@ def parse(lines: Sequence[str]) -> FrontMatter:
     if not lines or lines[0].strip().lstrip("\ufeff") != "---":
         return NONE
     body: list[str] = []
-    for line in lines[1:200]:
+    # (lines 2-200, the first few asked for first: a file's lines may be split only as far as
+    # they are read, ``lines.Lines``, and front matter is mostly short)
+    for line in _after_first(lines):
         if line.strip() in ("---", "..."):
             break
         body.append(line.rstrip("\r\n"))
@@ -54,6 +57,12 @@ def parse(lines: Sequence[str]) -> FrontMatter:
             scopes.extend(g.strip().strip("'\"") for g in item.split(",") if g.strip().strip("'\""))
     always = any(v.strip().lower() == "true" for v in values.get("alwaysapply", ()))
     return FrontMatter(" ".join(text.split()), tuple(scopes), always)
+
+
+def _after_first(lines: Sequence[str]) -> Iterator[str]:
+    """Lines 2 to ``_LAST``, the first ``_FIRST`` asked for before the others."""
+    yield from lines[1:_FIRST]
+    yield from lines[_FIRST:_LAST]
 
 
 def _values(body: Sequence[str]) -> dict[str, list[str]]:
