@@ -147,7 +147,7 @@ def _block(st: _State, line: int, end: int, src: str, b: list[int], e: list[int]
         return
     if line + 2 <= end:
         q = b[line + 1] + t[line + 1]
-        if q < e[line + 1] and src[q] in "|-:" and _table(st, line, end, False):
+        if q < e[line + 1] and _may_delimit(src, q) and _table(st, line, end, False):
             return
     c = src[b[line] + t[line]]
     if c in "`~" and _fence(st, line, end, False):
@@ -769,7 +769,7 @@ def _ends_paragraph(st: _State, line: int, end: int, paragraph: bool) -> bool:
     c = src[pos] if pos < st.size else "\n"
     if line + 2 <= end:
         q = b[line + 1] + t[line + 1]
-        if q < e[line + 1] and src[q] in "|-:" and _table(st, line, end, True):
+        if q < e[line + 1] and _may_delimit(src, q) and _table(st, line, end, True):
             return True
     if c in "`~":
         return _fence(st, line, end, True)
@@ -844,6 +844,15 @@ def _cells(text: str) -> int:
     elif n and parts[-1] == "":
         n -= 1
     return n
+
+
+def _may_delimit(src: str, pos: int) -> bool:
+    """Whether a line starting at ``pos`` may be a table's delimiter row, by its first two
+    characters as ``_table`` checks them first ("- item", a list item's line, may not)."""
+    first = src[pos]
+    if first == "-":
+        return src[pos + 1 : pos + 2] not in (" ", "\t")
+    return first == "|" or first == ":"
 
 
 def _table(st: _State, start: int, end: int, silent: bool) -> bool:
