@@ -6,8 +6,10 @@ directories; read with ``git cat-file``), decoded as UTF-8 (files that are not a
 skipped, as the capsule skips them). For each file the structure ``markdown.parse`` reads (its
 top-level headings and code ranges) is worked out by ``blocks.block_structure`` and by
 markdown-it-py (``markdown.reference_structure``), once for the text as it is and once as
-``parse`` hands it over (front matter blanked): the maps are made from these alone. Prints how many files were compared, every difference, and the time each took. Exit 1 on any
-difference.
+``parse`` hands it over (front matter blanked): the maps are made from these alone. With
+``--nested``, also each file inside a block quote and inside a list item (its code ranges then
+found at depth). Prints how many files were compared, every difference, and the time each took.
+Exit 1 on any difference.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench markdown-check")
     parser.add_argument("--mirror-root", type=Path, required=True)
     parser.add_argument("--show", type=int, default=20, help="differences printed in full (default 20)")
+    parser.add_argument("--nested", action="store_true",
+                        help="also each file inside a block quote and inside a list item (code ranges at depth)")
     args = parser.parse_args(argv)
 
     from gitpilot.context import markdown
@@ -71,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             lines = markdown.split_lines(text)
             first = markdown._front_matter_end(lines)
             body = "".join("\n" if i < first else ln for i, ln in enumerate(lines)) if first else text
-            for variant in (text, body) if first else (text,):
+            variants = [("", text)] + ([(" (front matter blanked)", body)] if first else [])
+            if args.nested:
+                variants += [(" (in a block quote)", _quoted(text)), (" (in a list item)", _item(text))]
+            for how, variant in variants:
                 t0 = time.process_time()
                 got = block_structure(variant)
                 t1 = time.process_time()
@@ -82,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 if (got[0], sorted(got[1])) != (want[0], sorted(want[1])):
                     differ += 1
                     if differ <= args.show:
-                        print(f"DIFFERENT {mirror.name}:{path}{' (front matter blanked)' if variant is body else ''}")
+                        print(f"DIFFERENT {mirror.name}:{path}{how}")
                         print(f"  headings: scanner {len(got[0])}, markdown-it {len(want[0])}; "
                               f"first difference {_first_difference(got[0], want[0])}")
                         print(f"  code: scanner {sorted(got[1])[:5]}..., markdown-it {sorted(want[1])[:5]}...")
@@ -91,6 +98,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{differ} differ")
     print(f"block structure CPU: scanner {t_scan:.2f} s, markdown-it {t_ref:.2f} s")
     return 1 if differ else 0
+
+
+def _quoted(text: str) -> str:
+    return "".join("> " + line for line in text.splitlines(keepends=True))
+
+
+def _item(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(("- " if i == 0 else "  ") + line for i, line in enumerate(lines))
 
 
 def _first_difference(a: list[tuple[int, int, str]], b: list[tuple[int, int, str]]) -> str:
