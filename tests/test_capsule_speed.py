@@ -591,6 +591,52 @@ def test_convention_priors_kept_for_a_tree_are_what_a_fresh_build_finds(tmp_path
     assert convention_priors(docs, tasks[0]) != convention_priors(docs, tasks[1])
 
 
+FRONT = {
+    "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+    # what the page is about is in its front matter only
+    "docs/providers/minimax.mdx": "---\ntitle: MiniMax video\ndescription: Download the expiring clip bytes\n---\n"
+    "# Provider\n\nThe provider makes clips.\n\n## Options\n\nSet them.\n",
+    "docs/providers/other.mdx": "---\ntitle: Other provider\n---\n# Other\n\n## MiniMax video download\n\n"
+    "Download the MiniMax video bytes: the link expires.\n",
+    "CHANGELOG.md": "# Changelog\n\n## 1.0.1\n\n- video download fixed\n",
+    **{f"docs/guide/page{i}.md": f"# Page {i}\n\n" + f"Page {i} describes the dashboard layout.\n" * 12
+       for i in range(30)},
+}
+
+
+def test_what_the_candidates_are_kept_for_a_tree_is_what_a_fresh_build_finds(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", FRONT)
+    task = "Download the MiniMax video bytes instead of the expiring link"
+    fresh = _capsule(root, task, use_cache=False)
+    assert "docs/providers/minimax.mdx" in fresh
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh
+    kept = sorted((root / ".git" / "pilot" / "candidates").glob("tree-*"))
+    assert len(kept) == 1
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh  # read back
+    # another front matter: worked out again (its title no longer says what the page is about)
+    page = root / "docs" / "providers" / "minimax.mdx"
+    page.write_text(FRONT["docs/providers/minimax.mdx"].replace("title: MiniMax video", "title: Setup")
+                    .replace("Download the expiring clip bytes", "Options"))
+    _forget_capsules(root)
+    edited = _capsule(root, task)
+    assert edited == _capsule(root, task, use_cache=False) and edited != fresh
+    # another path, the same contents: a kind follows the path
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "setup")
+    (root / "examples").mkdir()
+    git(root, "mv", "docs/providers/other.mdx", "examples/other.mdx")
+    git(root, "commit", "-qm", "move")
+    _forget_capsules(root)
+    moved = _capsule(root, task)
+    assert moved == _capsule(root, task, use_cache=False) and moved != edited  # an example now
+    for damaged in (b"\x00garbage", b""):
+        kept[0].write_bytes(damaged)
+        _forget_capsules(root)
+        assert _capsule(root, task) == moved
+
+
 def test_parsed_notes_are_kept_by_note_and_a_damaged_or_wrong_copy_is_not_trusted(tmp_path: Path) -> None:
     from gitpilot.context.cache import NoteMirror
     from gitpilot.context.markdown import map_from_marshal, map_to_marshal, parse

@@ -110,7 +110,7 @@ def prepare(repo: Repo, task_text: str, state: Any, *, use_cache: bool = True) -
     instr, aliases = instruction_pieces(srcs, files, opts, shown, withheld)
     copies = _copies(srcs, files, shown)
     mandatory = mandatory_pieces(root, srcs, files, opts, task_text, ids, shown, withheld, skipped, copies)
-    docs = _candidates(repo, srcs, files, shown, copies)
+    docs = _candidates(repo, srcs, files, shown, copies, use_cache=use_cache)
     found = _area(search, state.inventory, docs, task_text, ids, tree)
     tree.save()
     return Prepared(srcs, files, skipped, shown, withheld, instr, aliases, mandatory, docs, found)
@@ -170,14 +170,18 @@ def _candidates(
     files: Files,
     shown: Mapping[str, Sequence[tuple[int, int]]],
     copies: Mapping[str, str],
+    *,
+    use_cache: bool = True,
 ) -> list[Any]:
     """The candidate documents: each readable source that may give relevant sections, with its
     kind, front matter, whether a rule file links to it, and its (cached) term counts."""
     from gitpilot.context import frontmatter
     from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
+    from gitpilot.context.features import KeptCandidates, path_counts
     from gitpilot.context.links import linked_documents
     from gitpilot.context.select import Doc
     from gitpilot.context.terms import TermCache, terms_for_all
+    from gitpilot.context.text import tokens
 
     paths = [
         p
@@ -201,23 +205,34 @@ def _candidates(
          srcs[p].status == "clean" and not any(sec.withheld for sec in files.maps[p].sections))
         for p in paths
     ])
+    kept = KeptCandidates(repo.pilot_dir if use_cache else None)
+    key = kept.key([(p, srcs[p].blob, "nested" in srcs[p].roles) for p in paths])
+    known = kept.get(key, len(paths))
+    if known is None:
+        known = []
+        for p in paths:
+            front = frontmatter.parse(files.lines[p])
+            kind = "archive" if p in frozen else kind_of(p, "nested" in srcs[p].roles)
+            known.append((kind, front, tuple(tokens(front.text)), path_counts(p)))
+        kept.put(key, known)
     docs = []
-    for p, terms in zip(paths, counts, strict=True):
+    for p, terms, (kind, front, front_tokens, path_bag) in zip(paths, counts, known, strict=True):
         src, smap, lines = srcs[p], files.maps[p], files.lines[p]
-        nested = "nested" in src.roles
         docs.append(
             Doc(
                 p,
                 smap,
                 lines,
                 rule="rule" in src.roles,
-                nested=nested,
-                kind="archive" if p in frozen else kind_of(p, nested),
+                nested="nested" in src.roles,
+                kind=kind,
                 linked=p in linked,
-                front=frontmatter.parse(lines),
+                front=front,
                 terms=terms,
                 text=files.texts[p],
                 blob=src.blob,
+                front_tokens=front_tokens,
+                path_bag=path_bag,
             )
         )
     return docs
