@@ -79,6 +79,15 @@ def test_packs_are_merged_before_they_pile_up(tmp_path: Path) -> None:
         for blob, want in batch.items():
             got = reader.get(blob)
             assert got is not None and _fields(got) == _fields(want)
+    # a merge with the build's own files named keeps theirs (and the new ones), not the others'
+    other = T.TermCache(tmp_path / "other")
+    for batch in batches[: T.MAX_PACKS]:
+        other.put_all(batch)
+    other.put_all(batches[T.MAX_PACKS], live=list(batches[0]))
+    assert len(list((tmp_path / "other" / "terms").glob("pack-*"))) == 1
+    reader = T.TermCache(tmp_path / "other")
+    assert all(reader.get(blob) is not None for blob in [*batches[0], *batches[T.MAX_PACKS]])
+    assert all(reader.get(blob) is None for blob in batches[1])
     few = _docterms(3)
     cache.put_all({b: t for b, t in few.items()})  # a few: one file each, as before
     assert sorted(p.name for p in (tmp_path / "pilot" / "terms").glob("??") if p.is_dir())

@@ -302,8 +302,10 @@ class TermCache:
         """Store ``terms`` (best effort: a cache that cannot be written is only slower)."""
         self.files.write(blob, terms.to_bytes())
 
-    def put_all(self, entries: dict[str, DocTerms]) -> None:
-        """Store many: a file each when they are few, else one pack (best effort)."""
+    def put_all(self, entries: dict[str, DocTerms], live: Iterable[str] | None = None) -> None:
+        """Store many: a file each when they are few, else one pack (best effort). When the packs
+        are merged, only the entries of ``live`` blobs (the build's files) are kept, so the one
+        pack a new task reads holds one tree's documents, not every version ever counted."""
         if self.root is None or not entries:
             return
         if len(entries) < PACK_MIN:
@@ -316,6 +318,9 @@ class TermCache:
             merged: dict[str, bytes] = {}
             for name in old:
                 merged.update(self._read_pack(name))
+            if live is not None:
+                keep = set(live)
+                merged = {blob: data for blob, data in merged.items() if blob in keep}
             merged.update(body)
             body = {blob: merged[blob] for blob in sorted(merged)}
         else:
@@ -338,7 +343,10 @@ class TermCache:
                 except OSError:
                     pass
         if self._packed is not None:
-            self._packed.update(body)
+            if old:
+                self._packed = dict(body)
+            else:
+                self._packed.update(body)
 
 
 def terms_for(
@@ -371,7 +379,7 @@ def terms_for_all(
         blob, _smap, _lines, cacheable = files[i]
         if cacheable and blob:
             store[blob] = fresh
-    cache.put_all(store)
+    cache.put_all(store, live=[blob for blob, _smap, _lines, _cacheable in files if blob])
     return [t for t in out if t is not None]
 
 
