@@ -252,3 +252,34 @@ def test_a_capsule_chosen_by_other_code_is_never_served(tmp_path: Path) -> None:
     weights.unlink()
     weights.write_bytes(before)  # reinstalled: a new file, the same bytes
     assert "capsule reused" in capsule()
+
+
+def test_a_stored_capsule_is_not_served_after_the_code_it_chose_by_moved(tmp_path: Path) -> None:
+    """The task's area comes from the tracked code: the same context files with the code that
+    defines the task's name moved into another directory give another area, so the capsule is
+    built again (and equals a fresh build), not reused from the tree before the move."""
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "discovery/README.md": "# Service discovery\n\n## Writing a mechanism\n\nEvery mechanism implements "
+        "the Discoverer interface and registers its config type.\n",
+        "discovery/consul/consul.go": "package consul\n\ntype SDConfig struct { RefreshInterval int }\n",
+        "discovery/file/file.go": "package file\n\nfunc NewDiscovery() {}\n",
+        "storage/README.md": "# Storage\n\n## Blocks\n\nBlocks are two hours long.\n",
+        "storage/block.go": "package storage\n\nfunc Compact() {}\n",
+    }
+    files.update({
+        f"docs/guide/page{i}.md": f"# Page {i}\n\n## Overview {i}\n\n"
+        + "".join(f"Paragraph {j} of page {i} describes the dashboard layout and colours.\n" for j in range(12))
+        for i in range(30)
+    })
+    root = make_repo(tmp_path / "repo", files)
+    task = "Add a `RefreshInterval` option to our new inventory source"
+    first = build_capsule(Repo.discover(root), task)
+    assert "Every mechanism implements the Discoverer interface" in first.text
+    assert "Blocks are two hours long." not in first.text
+    git(root, "mv", "discovery/consul/consul.go", "storage/consul.go")
+    git(root, "commit", "-qm", "move")
+    after = build_capsule(Repo.discover(root), task)
+    assert not after.reused
+    assert "Blocks are two hours long." in after.text
+    assert after.text == build_capsule(Repo.discover(root), task, use_cache=False).text

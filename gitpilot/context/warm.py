@@ -99,6 +99,7 @@ def prepare(repo: Repo, task_text: str, agent: str | None = None) -> State:
     records.append(
         {"path": config_rel or "(no config)", "roles": ["config"], "status": "file", "blob": config_blob}
     )
+    records.append({"path": "(tracked files)", "roles": ["area"], "status": "index", "blob": _tracked_digest(inv)})
     tid = task_id(task_text)
     from gitpilot.redact import redact
 
@@ -122,6 +123,17 @@ def prepare(repo: Repo, task_text: str, agent: str | None = None) -> State:
         started_ns=started_ns,
         stamp_key=stamp_key(task_text, agent or ""),
     )
+
+
+def _tracked_digest(inv: sources.Inventory) -> str:
+    """blake3 over every index entry's path, mode and blob id: the task's code area is worked out
+    from the tracked files (their paths, and the names found in them), so a file added, moved or
+    changed in the index makes a stored capsule stale even where no context file changed."""
+    import blake3
+
+    entries = inv.entries
+    listing = "".join(f"{p}\0{entries[p].mode}\0{entries[p].oid}\n" for p in sorted(entries))
+    return blake3.blake3(listing.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def extra_records(
