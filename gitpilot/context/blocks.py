@@ -763,31 +763,18 @@ def _paragraph(st: _State, start: int, end: int) -> None:
 
 
 def _ends_paragraph(st: _State, line: int, end: int, paragraph: bool) -> bool:
-    """Whether a block that may end a paragraph (or a reference definition) starts at ``line``."""
-    src, b, t, e = st.src, st.b, st.t, st.e
-    pos = b[line] + t[line]
-    c = src[pos] if pos < st.size else "\n"
+    """Whether a block that may end a paragraph (or a reference definition) starts at ``line``:
+    a table, or what ends a block quote."""
     if line + 2 <= end:
-        q = b[line + 1] + t[line + 1]
-        if q < e[line + 1] and _may_delimit(src, q) and _table(st, line, end, True):
+        q = st.b[line + 1] + st.t[line + 1]
+        if q < st.e[line + 1] and _may_delimit(st.src, q) and _table(st, line, end, True):
             return True
-    if c in "`~":
-        return _fence(st, line, end, True)
-    if c == ">":
-        return _blockquote_starts(st, line)
-    if c in "*-_" and _hr(st, line):
-        return True
-    if c in "*-+" or c in _DIGITS:
-        return _list(st, line, end, True, paragraph)
-    if c == "<":
-        return _html_block(st, line, end, True)
-    if c == "#":
-        return _heading(st, line, True)
-    return False
+    return _ends_quote(st, line, end, paragraph)
 
 
-def _ends_quote(st: _State, line: int, end: int) -> bool:
-    """The block quote's (and a table's) terminators: fence, quote, rule, list, HTML, heading."""
+def _ends_quote(st: _State, line: int, end: int, paragraph: bool = False) -> bool:
+    """The block quote's (and a table's) terminators: fence, quote, rule, list, HTML, heading
+    (``paragraph``: a list may interrupt the paragraph it follows only as markdown-it allows)."""
     pos = st.b[line] + st.t[line]
     c = st.src[pos] if pos < st.size else "\n"
     if c in "`~":
@@ -797,7 +784,7 @@ def _ends_quote(st: _State, line: int, end: int) -> bool:
     if c in "*-_" and _hr(st, line):
         return True
     if c in "*-+" or c in _DIGITS:
-        return _list(st, line, end, True, False)
+        return _list(st, line, end, True, paragraph)
     if c == "<":
         return _html_block(st, line, end, True)
     if c == "#":
