@@ -104,3 +104,32 @@ def pilot_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     return shim
+
+
+# A small tree whose code area decides the capsule: RefreshInterval is defined under discovery/,
+# whose README says how a mechanism is written; storage/ is another area.
+DISCOVERY_FILES = {
+    "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+    "discovery/README.md": "# Service discovery\n\n## Writing a mechanism\n\nEvery mechanism implements "
+    "the Discoverer interface and registers its config type.\n",
+    "discovery/consul/consul.go": "package consul\n\ntype SDConfig struct { RefreshInterval int }\n",
+    "discovery/file/file.go": "package file\n\nfunc NewDiscovery() {}\n",
+    "storage/README.md": "# Storage\n\n## Blocks\n\nBlocks are two hours long.\n",
+    "storage/block.go": "package storage\n\nfunc Compact() {}\n",
+}
+
+
+def capsule_text(root: Path, task: str, *, use_cache: bool = True) -> str:
+    """The capsule ``git pilot capsule`` gives for ``task`` in the repository at ``root``."""
+    from gitpilot.context.runner import build_capsule
+    from gitpilot.repo import Repo
+
+    return build_capsule(Repo.discover(root), task, use_cache=use_cache).text
+
+
+def forget_capsules(root: Path) -> None:
+    """Remove the stored capsules and task records (the machine-local caches stay)."""
+    for f in (root / ".git" / "pilot").glob("capsule-*"):
+        f.unlink()
+    for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/pilot/tasks/").split():
+        git(root, "update-ref", "-d", ref)

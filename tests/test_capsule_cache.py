@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO_ROOT, git, make_repo, run_pilot
+from conftest import DISCOVERY_FILES, REPO_ROOT, git, make_repo, run_pilot
 
 from gitpilot.context.runner import build_capsule
 from gitpilot.repo import Repo
@@ -258,15 +258,7 @@ def test_a_stored_capsule_is_not_served_after_the_code_it_chose_by_moved(tmp_pat
     """The task's area comes from the tracked code: the same context files with the code that
     defines the task's name moved into another directory give another area, so the capsule is
     built again (and equals a fresh build), not reused from the tree before the move."""
-    files = {
-        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
-        "discovery/README.md": "# Service discovery\n\n## Writing a mechanism\n\nEvery mechanism implements "
-        "the Discoverer interface and registers its config type.\n",
-        "discovery/consul/consul.go": "package consul\n\ntype SDConfig struct { RefreshInterval int }\n",
-        "discovery/file/file.go": "package file\n\nfunc NewDiscovery() {}\n",
-        "storage/README.md": "# Storage\n\n## Blocks\n\nBlocks are two hours long.\n",
-        "storage/block.go": "package storage\n\nfunc Compact() {}\n",
-    }
+    files = dict(DISCOVERY_FILES)
     files.update({
         f"docs/guide/page{i}.md": f"# Page {i}\n\n## Overview {i}\n\n"
         + "".join(f"Paragraph {j} of page {i} describes the dashboard layout and colours.\n" for j in range(12))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, run_pilot
+from conftest import DISCOVERY_FILES, make_repo, run_pilot
 
 from gitpilot.context import frontmatter
 from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
@@ -149,16 +149,7 @@ def test_documents_the_rule_files_point_to_are_linked() -> None:
 
 
 def test_an_identifier_the_task_names_finds_the_directory_that_defines_it(tmp_path: Path) -> None:
-    files = {
-        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
-        "discovery/README.md": "# Service discovery\n\n## Writing a mechanism\n\nEvery mechanism implements "
-        "the Discoverer interface and registers its config type.\n",
-        "discovery/consul/consul.go": "package consul\n\ntype SDConfig struct { RefreshInterval int }\n",
-        "discovery/file/file.go": "package file\n\nfunc NewDiscovery() {}\n",
-        "storage/README.md": "# Storage\n\n## Blocks\n\nBlocks are two hours long.\n",
-        "storage/block.go": "package storage\n\nfunc Compact() {}\n",
-    }
-    text = _build(tmp_path, files, "Add a `RefreshInterval` option to our new inventory source")
+    text = _build(tmp_path, DISCOVERY_FILES, "Add a `RefreshInterval` option to our new inventory source")
     # no word of the task is in discovery/README.md; RefreshInterval is defined under discovery/
     assert "Every mechanism implements the Discoverer interface" in _relevant(text)
     assert "code area" in _relevant(text)

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import git, make_repo, run_pilot
+from conftest import capsule_text, forget_capsules, git, make_repo, run_pilot
 
 FILES = {
     "AGENTS.md": "# Guide\n\nUse tabs.\n",
@@ -466,18 +466,8 @@ GUIDE = {
 }
 
 
-def _capsule(root: Path, task: str, *, use_cache: bool = True) -> str:
-    from gitpilot.context.runner import build_capsule
-    from gitpilot.repo import Repo
-
-    return build_capsule(Repo.discover(root), task, use_cache=use_cache).text
-
-
-def _forget_capsules(root: Path) -> None:
-    for f in (root / ".git" / "pilot").glob("capsule-*"):
-        f.unlink()
-    for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/pilot/tasks/").split():
-        git(root, "update-ref", "-d", ref)
+_capsule = capsule_text
+_forget_capsules = forget_capsules
 
 
 def test_term_statistics_are_reused_and_an_edited_file_is_counted_afresh(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import git, make_repo
+from conftest import capsule_text, forget_capsules, make_repo
 
 from gitpilot.context import terms as T
 from gitpilot.context.markdown import parse, split_lines
@@ -17,18 +17,8 @@ FILES = {"AGENTS.md": "# Rules\n\nKeep changes small.\n", **DOCS, "src/cache.py"
 TASK = "Entries of topic 7 should expire after five minutes: change `expire_entries`"
 
 
-def _capsule(root: Path, task: str, *, use_cache: bool = True) -> str:
-    from gitpilot.context.runner import build_capsule
-    from gitpilot.repo import Repo
-
-    return build_capsule(Repo.discover(root), task, use_cache=use_cache).text
-
-
-def _forget_capsules(root: Path) -> None:
-    for f in (root / ".git" / "pilot").glob("capsule-*"):
-        f.unlink()
-    for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/pilot/tasks/").split():
-        git(root, "update-ref", "-d", ref)
+_capsule = capsule_text
+_forget_capsules = forget_capsules
 
 
 def _stored(root: Path) -> dict[str, int]:
