@@ -53,7 +53,7 @@ class DocTerms:
     """
 
     __slots__ = ("index", "starts", "buffer", "lengths", "headings", "plens", "title_postings", "heads_total",
-                 "length_total", "plen_total", "_open", "_starts", "_tokens")
+                 "length_total", "plen_total", "_open", "_starts", "_places")
 
     def __init__(
         self,
@@ -77,7 +77,7 @@ class DocTerms:
         self.plen_total = sum(plens)
         self._open: dict[str, Sequence[int]] = {}
         self._starts: Sequence[int] | None = None
-        self._tokens: frozenset[str] | None = None
+        self._places: dict[str, int] | None = None
 
     @classmethod
     def of(cls, postings: dict[str, list[int]], lengths: list[int], headings: list[list[str]], plens: list[int],
@@ -89,20 +89,28 @@ class DocTerms:
         index = "\n" + "".join(t + "\n" for t in postings)
         return cls(index, starts.tobytes(), buffer, lengths, headings, plens, title_postings)
 
+    def _where(self) -> dict[str, int]:
+        """Each token's place in the index (one split a file: cheaper than a scan of the index a
+        word), the first place of a token that is there twice; the empty strings the split gives at
+        either end are not tokens."""
+        places = self._places
+        if places is None:
+            names = self.index.split("\n")[1:-1]
+            places = self._places = dict(zip(reversed(names), range(len(names) - 1, -1, -1), strict=True))
+        return places
+
     def has(self, token: str) -> bool:
-        tokens = self._tokens
-        if tokens is None:  # (one split a file: cheaper than a scan of the index a word)
-            tokens = self._tokens = frozenset(self.index.split("\n"))
-        return bool(token) and token in tokens
+        places = self._places
+        return bool(token) and token in (places if places is not None else self._where())
 
     def post(self, token: str) -> Sequence[int]:
         """The postings of ``token`` (empty when no section holds it)."""
         got = self._open.get(token)
         if got is None:
             got = array(_CODE)
-            at = self.index.find("\n" + token + "\n")
-            if at >= 0:
-                i = self.index.count("\n", 0, at)  # the token's place in the index
+            places = self._places
+            i = (places if places is not None else self._where()).get(token)
+            if i is not None:
                 bounds = self._starts
                 if bounds is None:
                     unpacked = array(_CODE)
