@@ -663,11 +663,48 @@ def test_parsed_notes_are_kept_by_note_and_a_damaged_or_wrong_copy_is_not_truste
     assert _maps(root, "docs/cache.md") == (parse(GUIDE["docs/cache.md"]), 1)  # parsed again
     _forget_capsules(root)
     assert _capsule(root, task) == fresh
+    # a copy whose head is whole but whose sections do not load: not used, parsed again
+    import marshal
+
+    head = list(marshal.loads(map_to_marshal(parse(GUIDE["docs/cache.md"]))))
+    for rows in (b"\x00", marshal.dumps(tuple(tuple(s) for s in same_length.sections))):
+        head[-1] = rows
+        (root / ".git" / "pilot" / "maps" / note[:2] / note[2:]).write_bytes(marshal.dumps(tuple(head)))
+        assert _maps(root, "docs/cache.md") == (parse(GUIDE["docs/cache.md"]), 1)
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh
     for p in copies:  # damaged copies are ignored
         p.write_bytes(b"\x00not a map")
     assert _maps(root, "docs/cache.md") == (parse(GUIDE["docs/cache.md"]), 0)  # the note is read again
     _forget_capsules(root)
     assert _capsule(root, task) == fresh
+
+
+def test_a_map_read_back_from_its_copy_is_the_parsed_map_whether_its_sections_load_now_or_later() -> None:
+    from gitpilot.context.markdown import map_from_marshal, map_to_marshal, parse
+
+    texts = [
+        GUIDE["docs/cache.md"],
+        "Intro.\n\n# A\n\ntext\n\n## B\n\nkey = sk-live-1234\n\n### C\n\nc\n\n## D\n\nd\n\n# E\n\ne\n",
+        "---\ntitle: x\n---\n# Only\n\n<!-- pilot:always -->\nkept\n<!-- /pilot:always -->\n",
+        "no heading at all\n",
+        "",
+    ]
+    for text in texts:
+        parsed = parse(text, lambda t: "sk-live" in t)
+        for check in (True, False):
+            back = map_from_marshal(map_to_marshal(parsed), check=check)
+            assert back is not None
+            # what a task reads of every section without making it, then the sections themselves
+            assert (back.count, back.any_withheld, back.parents, back.starts, back.body_ends) == (
+                len(parsed.sections), any(s.withheld for s in parsed.sections),
+                tuple(s.parent for s in parsed.sections), tuple(s.start for s in parsed.sections),
+                tuple(s.body_end for s in parsed.sections))
+            assert back.sections == parsed.sections and back == parsed and back.always == parsed.always
+            assert [back.kids(i) for i in range(back.count)] == [parsed.kids(i) for i in range(parsed.count)]
+            assert [back.heading_path(i) for i in range(back.count)] == [
+                parsed.heading_path(i) for i in range(parsed.count)]
+    assert any(parse(t, lambda t: "sk-live" in t).any_withheld for t in texts)
 
 
 def _maps(root: Path, path: str) -> tuple[object, int]:

@@ -169,8 +169,11 @@ class FittingNotes:
         the copy's bytes) are on it."""
         pair = f"{blob}:{copy}" if blob and copy else ""
         if pair and pair in self.known and smap.line_count == len(lines):
-            return True
-        ok = _fits(smap, lines)
+            return True  # (a copy's sections are loaded when first looked at: these bytes loaded before)
+        try:
+            ok = _fits(smap, lines)
+        except ValueError:  # a copy whose sections do not load
+            ok = False
         if ok and pair:
             self.new.add(pair)
         return ok
@@ -277,7 +280,9 @@ class NoteMirror:
         from gitpilot.context.markdown import map_from_marshal
 
         data = self.files.read(oid)
-        smap = None if data is None else map_from_marshal(data)
+        # (its sections are checked when first looked at: ``FittingNotes.fits`` does unless these
+        # exact bytes fit before)
+        smap = None if data is None else map_from_marshal(data, check=False)
         if data is not None and smap is not None:
             self.digests[oid] = _crc(data)
         return smap

@@ -143,7 +143,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     # Every candidate section withheld for a credential format is named, chosen or not: the
     # agent must know it exists and why it is not here (the ranking never sees its text).
     for d in docs:
-        for sec in d.smap.sections:
+        for sec in d.smap.sections if d.smap.any_withheld else ():
             if sec.withheld:
                 withhold(d.path, d.smap, d.lines, sec, withheld)
     withheld.sort(key=lambda w: (w.path, w.start))
@@ -202,7 +202,7 @@ def _candidates(
     cache = TermCache(repo.pilot_dir)
     counts = terms_for_all(cache, [
         (srcs[p].blob, files.maps[p], files.lines[p],
-         srcs[p].status == "clean" and not any(sec.withheld for sec in files.maps[p].sections))
+         srcs[p].status == "clean" and not files.maps[p].any_withheld)
         for p in paths
     ])
     kept = KeptCandidates(repo.pilot_dir if use_cache else None)

@@ -397,11 +397,11 @@ def _heading_paths(
     terms of its heading path (its ancestors' titles and its own) with counts, in the order the
     path meets them. A parent comes before its sections, so one walk from the first such title on
     sees every one."""
-    secs = smap.sections
+    parents = smap.parents  # (not smap.sections: a map read back makes its sections on first use)
     hits = {p for t in in_titles for p in dt.title_postings[t]}
     paths: dict[int, dict[str, int]] = {}
-    for pos in range(min(hits), len(secs)):
-        parent = secs[pos].parent
+    for pos in range(min(hits), len(parents)):
+        parent = parents[pos]
         base = paths.get(parent) if parent is not None else None
         if base is None and pos not in hits:
             continue
@@ -483,7 +483,7 @@ def signals(
         for kind in KINDS:
             values[f"kind:{kind}"] = 1.0 if doc.kind == kind else 0.0
         conv = conventions.get(d, ())
-        count = len(doc.smap.sections)
+        count = doc.smap.count
         out.append(DocSignals(
             values,
             count,
@@ -675,20 +675,19 @@ def _id_sections(smap: SectionMap, found: Sequence[Sequence[int]]) -> dict[int, 
     many of the identifiers it holds."""
     if not any(found):
         return {}
-    secs = smap.sections
-    starts = [s.start for s in secs]
+    starts, ends = smap.starts, smap.body_ends  # (columns: a map read back makes its sections on first use)
     # a map as ``markdown.parse`` makes it: each own part ends before the next section starts
-    ordered = all(secs[i].body_end < starts[i + 1] for i in range(len(secs) - 1))
+    ordered = all(ends[i] < starts[i + 1] for i in range(len(starts) - 1))
     out: dict[int, int] = {}
     for lines in found:
         if ordered:
             held: set[int] = set()
             for n in lines:
                 i = bisect_right(starts, n) - 1
-                if i >= 0 and secs[i].start <= n <= secs[i].body_end:
+                if i >= 0 and starts[i] <= n <= ends[i]:
                     held.add(i)
         else:
-            held = {i for i, s in enumerate(secs) if any(s.start <= n <= s.body_end for n in lines)}
+            held = {i for i in range(len(starts)) if any(starts[i] <= n <= ends[i] for n in lines)}
         for i in held:
             out[i] = out.get(i, 0) + 1
     return out

@@ -23,7 +23,6 @@ import json
 import posixpath
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -54,30 +53,109 @@ class Section(NamedTuple):
     withheld: bool = False  # the own part holds a credential: never shown, never hashed
 
 
-@dataclass(frozen=True)
-class SectionMap:
-    """Every section of one file, in document order, plus its always-include blocks."""
+Columns = tuple[tuple[int | None, ...], tuple[int, ...], tuple[int, ...]]
 
-    line_count: int
-    sections: tuple[Section, ...]
-    always: tuple[tuple[int, int], ...] = ()
-    children: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
+
+class SectionMap:
+    """Every section of one file, in document order, plus its always-include blocks.
+
+    A map read back from this machine's copy (``map_from_marshal``) makes its ``Section`` objects
+    on the first look at ``sections``: a new task on a large tree looks at the sections of a few
+    documents only (vercel/ai: ~45,000 sections in 750 files, most of them in change logs), and
+    needs of the others only their number (``count``), whether one is withheld, and a few columns:
+    each section's ``parent``, ``start`` and ``body_end`` (``columns``)."""
+
+    __slots__ = ("line_count", "_sections", "_rows", "_columns", "count", "any_withheld", "always", "children")
+
+    def __init__(
+        self,
+        line_count: int,
+        sections: tuple[Section, ...],
+        always: tuple[tuple[int, int], ...] = (),
+        children: tuple[tuple[int, ...], ...] = (),
+    ) -> None:
+        self.line_count = line_count
+        self._sections: tuple[Section, ...] | None = sections
+        self._rows: bytes | None = None
+        self._columns: Columns | None = None
+        self.count = len(sections)
+        self.any_withheld = any(s.withheld for s in sections)
+        self.always = always
+        self.children = children
+
+    @classmethod
+    def _lazy(cls, line_count: int, count: int, any_withheld: bool, always: tuple[tuple[int, int], ...],
+              columns: Columns, rows: bytes) -> SectionMap:
+        smap = cls.__new__(cls)
+        smap.line_count = line_count
+        smap._sections = None
+        smap._rows = rows
+        smap._columns = columns
+        smap.count = count
+        smap.any_withheld = any_withheld
+        smap.always = always
+        smap.children = ()
+        return smap
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        secs = self._sections
+        if secs is None:
+            assert self._rows is not None
+            secs = _rows_to_sections(self._rows, self.count, self.any_withheld, self._columns)
+            if secs is None:  # (the copy's bytes were checked when it was read: see ``map_from_marshal``)
+                raise ValueError("a machine-local copy of a section map does not load")
+            self._sections = secs
+            self._rows = None
+        return secs
+
+    @property
+    def columns(self) -> Columns:
+        """Each section's ``parent``, ``start`` and ``body_end``, as three tuples."""
+        got = self._columns
+        if got is None:
+            got = self._columns = _columns(self.sections)
+        return got
+
+    @property
+    def parents(self) -> tuple[int | None, ...]:
+        return self.columns[0]
+
+    @property
+    def starts(self) -> tuple[int, ...]:
+        return self.columns[1]
+
+    @property
+    def body_ends(self) -> tuple[int, ...]:
+        return self.columns[2]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SectionMap):
+            return NotImplemented
+        return (self.line_count, self.sections, self.always) == (other.line_count, other.sections, other.always)
+
+    def __hash__(self) -> int:
+        return hash((self.line_count, self.sections, self.always))
+
+    def __repr__(self) -> str:
+        return f"SectionMap(line_count={self.line_count!r}, sections={self.sections!r}, always={self.always!r})"
 
     def heading_path(self, index: int) -> list[str]:
         """Titles from the outermost ancestor down to the section itself."""
         titles: list[str] = []
         cur: int | None = index
+        secs = self.sections
         while cur is not None:
-            sec = self.sections[cur]
+            sec = secs[cur]
             if sec.title:
                 titles.append(sec.title)
             cur = sec.parent
         return titles[::-1]
 
     def kids(self, index: int) -> tuple[int, ...]:
-        if not self.children and self.sections:
+        if not self.children and self.count:
             # worked out on the first look-up (a map loaded from a copy does not carry them)
-            object.__setattr__(self, "children", _children(self.sections))
+            self.children = _children(self.sections)
         return self.children[index]
 
     def to_json(self) -> bytes:
@@ -121,28 +199,65 @@ class SectionMap:
             return None
 
 
+_COPY = ("section-map-copy", MAP_VERSION, 3)  # 3: the sections' rows marshalled apart, loaded on first use
+
+
 def map_to_marshal(smap: SectionMap) -> bytes:
-    """A map as plain values, for the machine-local copy of a parsed note (``NoteMirror``)."""
+    """A map as plain values, for the machine-local copy of a parsed note (``NoteMirror``): the
+    sections' rows as one marshalled string of their own, loaded when a task first looks at them."""
     import marshal
 
-    return marshal.dumps((MAP_VERSION, smap.line_count, tuple(tuple(s) for s in smap.sections), smap.always))
+    rows = marshal.dumps(tuple(tuple(s) for s in smap.sections))
+    return marshal.dumps((_COPY, smap.line_count, smap.count, smap.any_withheld, smap.always, smap.columns, rows))
 
 
-def map_from_marshal(data: bytes) -> SectionMap | None:
-    """A map written by ``map_to_marshal`` (None when it is not one this version wrote)."""
+def map_from_marshal(data: bytes, *, check: bool = True) -> SectionMap | None:
+    """A map written by ``map_to_marshal`` (None when it is not one this version wrote). With
+    ``check``, its rows are loaded and checked now; without, on the first look at its sections (for
+    bytes known to be a copy that loaded: ``cache.FittingNotes``)."""
     import marshal
 
     try:
-        version, line_count, rows, always = marshal.loads(data)
-        if version != MAP_VERSION:
+        head, line_count, count, any_withheld, always, columns, rows = marshal.loads(data)
+        if head != _COPY or not isinstance(rows, bytes) or type(count) is not int or type(any_withheld) is not bool:
             return None
-        # made without a Python call a section (tuple.__new__ is what Section._make calls)
-        secs = tuple(map(partial(tuple.__new__, Section), rows))
-        if set(map(len, secs)) - {len(Section._fields)} or list(map(itemgetter(0), secs)) != list(range(len(secs))):
+        if not (isinstance(columns, tuple) and len(columns) == 3):
             return None
-        return SectionMap(line_count, secs, tuple(always))  # (children: on the first ``kids``)
+        if not all(isinstance(c, tuple) and len(c) == count for c in columns):
+            return None
+        smap = SectionMap._lazy(line_count, count, any_withheld, tuple(always), columns, rows)
+        if check:
+            secs = _rows_to_sections(rows, count, any_withheld, columns)
+            if secs is None:
+                return None
+            smap._sections, smap._rows = secs, None
+        return smap
     except (ValueError, EOFError, TypeError, IndexError):
         return None
+
+
+def _rows_to_sections(
+    rows: bytes, count: int, any_withheld: bool, columns: Columns | None
+) -> tuple[Section, ...] | None:
+    """The sections of a copy's rows, or None when they are not those its head describes."""
+    import marshal
+
+    try:
+        # made without a Python call a section (tuple.__new__ is what Section._make calls)
+        secs = tuple(map(partial(tuple.__new__, Section), marshal.loads(rows)))
+    except (ValueError, EOFError, TypeError):
+        return None
+    if len(secs) != count or set(map(len, secs)) - {len(Section._fields)}:
+        return None
+    if list(map(itemgetter(0), secs)) != list(range(len(secs))) or any(s.withheld for s in secs) != any_withheld:
+        return None
+    if columns is not None and _columns(secs) != columns:
+        return None
+    return secs
+
+
+def _columns(secs: Sequence[Section]) -> Columns:
+    return tuple(map(itemgetter(3), secs)), tuple(map(itemgetter(4), secs)), tuple(map(itemgetter(6), secs))
 
 
 # What ``str.splitlines`` ends a line at besides \n (markdown-it ends lines at \r and \n only).

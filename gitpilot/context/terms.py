@@ -374,7 +374,7 @@ def terms_for_all(
     out: list[DocTerms | None] = []
     for blob, smap, _lines, cacheable in files:
         got = cache.get(blob) if cacheable and blob else None
-        out.append(got if got is not None and len(got.lengths) == len(smap.sections) else None)
+        out.append(got if got is not None and len(got.lengths) == smap.count else None)
     todo = [i for i, got in enumerate(out) if got is None]
 
     def count(i: int) -> DocTerms:
