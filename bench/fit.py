@@ -57,6 +57,8 @@ class Case:
     required: list[tuple[str, tuple[int, int] | None]]  # outside the instruction files
     budget: int
     max_section: int
+    floors: tuple[float, float]  # of s_bm25 and s_head (``features.Signals``)
+    sec_best: list[tuple[float, float]]  # each document's best s_bm25 and s_head, as BM25 gives them
 
 
 def _code_hash() -> str:
@@ -82,6 +84,7 @@ def _required_range(doc: Any, req: Mapping[str, Any]) -> tuple[int, int] | None:
 
 def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any]) -> Case:
     from gitpilot.context import capsule, warm
+    from gitpilot.context.features import Signals
     from gitpilot.context.select import Ranking
     from gitpilot.repo import Repo
 
@@ -90,6 +93,11 @@ def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any]) -
     state = warm.prepare(r, task)
     got = capsule.prepare(r, task, state)
     ranking = Ranking(got.docs, task, got.shown, area=got.area.scores, area_files=got.area.files)
+    sigs = ranking.signals
+    assert isinstance(sigs, Signals)
+    # every section's word signals as BM25 gives them: ``judge`` divides them by the best of the
+    # documents each weight table makes quotable, as ``Ranking`` does
+    sigs.fill_sections(range(len(sigs)), None)
     by_path = {d.path: d for d in ranking.docs}
     by_path.update({p: _Geo(m) for p, m in got.files.maps.items() if p not in by_path})
     required = []
@@ -102,7 +110,8 @@ def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any]) -
         repo["name"], case["id"], ranking.docs, [s.values for s in ranking.signals],
         [s.sections for s in ranking.signals], {k: list(v) for k, v in got.shown.items()},
         {d: list(v) for d, v in ranking.priors.items()}, required,
-        state.options.max_excerpt_bytes, state.options.max_section_bytes,
+        state.options.max_excerpt_bytes, state.options.max_section_bytes, sigs.floors,
+        [(max(s.bm25.values(), default=0.0), max(s.head.values(), default=0.0)) for s in sigs],
     )
 
 
@@ -141,11 +150,14 @@ def load(mirrors: Path, work: Path, only: str | None = None) -> list[Case]:
 
 
 class _LazySections:
-    """Section scores computed for the documents ``choose`` looks at only."""
+    """Section scores computed for the documents ``choose`` looks at only, their word signals
+    divided as ``features.Signals.fill_sections`` divides them (``scale``: by what)."""
 
-    def __init__(self, rows: Sequence[Sequence[Mapping[str, float]]], table: Mapping[str, float]) -> None:
+    def __init__(self, rows: Sequence[Sequence[Mapping[str, float]]], table: Mapping[str, float],
+                 scale: tuple[float, float] = (1.0, 1.0)) -> None:
         self.rows = rows
         self.table = [(k, w) for k, w in table.items() if w]
+        self.by = {"s_bm25": scale[0], "s_head": scale[1]}
         self.memo: dict[int, list[float]] = {}
 
     def __len__(self) -> int:
@@ -154,9 +166,22 @@ class _LazySections:
     def __getitem__(self, d: int) -> list[float]:
         got = self.memo.get(d)
         if got is None:
-            got = [sum(w * r.get(k, 0.0) for k, w in self.table) for r in self.rows[d]]
+            got = [sum(w * self.value(r, k) for k, w in self.table) for r in self.rows[d]]
             self.memo[d] = got
         return got
+
+    def value(self, row: Mapping[str, float], key: str) -> float:
+        v = row.get(key, 0.0)
+        by = self.by.get(key)
+        return min(v / by, 1.0) if by is not None and by > 0 and v else v
+
+
+def sections_for(case: Case, scores: Sequence[float], sec_w: Mapping[str, float]) -> _LazySections:
+    """The section scores of ``case`` under ``sec_w``, with the word signals divided by the best
+    of the documents that ``scores`` makes quotable (a positive score), or the floor."""
+    quotable = [case.sec_best[d] for d, s in enumerate(scores) if s > 0]
+    by = tuple(max(max((b[i] for b in quotable), default=0.0), case.floors[i]) for i in (0, 1))
+    return _LazySections(case.sec_signals, sec_w, (by[0], by[1]))
 
 
 def covered(ranges: Sequence[tuple[int, int]], want: tuple[int, int] | None) -> bool:
@@ -177,7 +202,7 @@ def judge(case: Case, doc_w: Mapping[str, float], sec_w: Mapping[str, float]) ->
     from gitpilot.context.weights import doc_score
 
     scores = [doc_score(v, doc_w) for v in case.doc_signals]
-    secs = _LazySections(case.sec_signals, sec_w)
+    secs = sections_for(case, scores, sec_w)
     sel = choose(case.docs, scores, secs, {}, case.shown, case.budget, case.max_section,
                  conventions=case.priors, left_out=False)
     ranges: dict[str, list[tuple[int, int]]] = {k: list(v) for k, v in case.shown.items()}

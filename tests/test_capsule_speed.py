@@ -47,11 +47,16 @@ DOCS = {
     "CONTRIBUTING.md": "# Contributing\n\n## Tests\n\nWrite a test for every provider change.\n\n"
     "## Changesets\n\nAdd a changeset.\n",
     "packages/other/README.md": "# Other\n\nNothing about the task here.\n\n## Usage\n\nImport it.\n",
+    "CHANGELOG.md": "# Changelog\n\n## 2.1.0\n\n- MiniMax video: download the video when the url expires; "
+    "`getFromApi` keeps `baseURL` and task.content.url; tests for the video url download.\n\n"
+    "## 2.0.0\n\n- Video providers.\n",
 }
 
 
-def _dense_signals(docs, weights, ids, conventions, area, area_files):  # type: ignore[no-untyped-def]
-    """The signals as first defined: every section of every document walked (the reference)."""
+def _dense_signals(docs, weights, ids, conventions, area, area_files, quotable=None, head=True):  # type: ignore[no-untyped-def]
+    """The signals as first defined: every section of every document walked (the reference).
+    A section's word signals are divided by the best section of the ``quotable`` documents (all
+    when None), at most 1, and are zero in a document neither quotable nor stating a convention."""
     from gitpilot.context import features as F
     from gitpilot.context.sources import matches
 
@@ -142,9 +147,20 @@ def _dense_signals(docs, weights, ids, conventions, area, area_files):  # type: 
     rows = [v for v, _ in out]
     for key, model in (("bm25", m_body), ("heads", m_head), ("path", m_path)):
         F._normalize(rows, key, F.NORM_FLOOR * model.mass())
-    srows = [s for _, ss in out for s in ss]
+    quotable = set(range(len(docs)) if quotable is None else quotable)
+    wanted = quotable | {d for d, table in conventions.items()
+                         if any(prior != 0 and name in F.CONVENTIONS for name, prior in table)}
+    for d, (_, secs) in enumerate(out):
+        for r in secs:
+            if d not in wanted:
+                r["s_bm25"] = r["s_head"] = 0.0
+            if not head:
+                r["s_head"] = 0.0
     for key, model in (("s_bm25", m_sec), ("s_head", m_shead)):
-        F._normalize(srows, key, F.NORM_FLOOR * model.mass())
+        best = max(max((r[key] for d in quotable for r in out[d][1]), default=0.0), F.NORM_FLOOR * model.mass())
+        for d in wanted:
+            for r in out[d][1]:
+                r[key] = min(r[key] / best, 1.0) if best > 0 else r[key]
     return out, (heading_bags, body_bags, sec_bags, head_bags)
 
 
@@ -209,6 +225,7 @@ def _same_as_defined(docs: list, task: str) -> None:  # type: ignore[type-arg]
     weights, ids = query_weights(task), identifiers(task)
     priors, _ = convention_priors(docs, task)
     got = signals(docs, weights, ids, priors, {"docs/providers": 0.5}, ["docs/providers/minimax.md"])
+    got.fill_sections(range(len(docs)), range(len(docs)))
     want, bags = _dense_signals(docs, weights, ids, priors, {"docs/providers": 0.5},
                                 ["docs/providers/minimax.md"])
     assert [(g.values, g.sections) for g in got] == want
@@ -225,12 +242,23 @@ def _same_as_defined(docs: list, task: str) -> None:  # type: ignore[type-arg]
             assert list(got_bags.get(pos, {}).items()) == list(sec_bags[k].items())
             assert list(m.paths.get(pos, {}).items()) == list(head_bags[k].items())
             k += 1
+    # a capsule scales the sections by the documents it can quote (a positive score) alone
     ranking = Ranking(docs, task, {})
-    assert list(ranking.sec_scores) == [[W.section_score(r) for r in secs] for _v, secs in want]
+    plain, _ = _dense_signals(docs, weights, ids, priors, {}, [])  # (Ranking is given no area)
+    quotable = [d for d, (v, _secs) in enumerate(plain) if W.doc_score(v) > 0]
+    scaled, _ = _dense_signals(docs, weights, ids, priors, {}, [], quotable, head=bool(W.SECTION.get("s_head")))
+    assert list(ranking.sec_scores) == [[W.section_score(r) for r in secs] for _v, secs in scaled]
     if task.startswith("The MiniMax"):  # the case exercises every kind of section signal
         rows = [r for _v, secs in want for r in secs]
         for key in ("s_bm25", "s_head", "s_ids", "c_testing"):
             assert any(r[key] > 0 for r in rows), key
+        # the change log's entries hold the task's words best, yet it is never quoted: it sets
+        # no scale, and its sections are not scored
+        log = next(d for d, doc in enumerate(docs) if doc.path == "CHANGELOG.md")
+        assert log not in quotable and max(r["s_bm25"] for r in want[log][1]) == 1.0
+        assert all(r["s_bm25"] == 0.0 for r in scaled[log][1])
+        assert max(r["s_bm25"] for d in quotable for r in scaled[d][1]) == 1.0
+        assert max(r["s_bm25"] for d in quotable for r in want[d][1]) < 1.0
 
 
 # --- the names of a task, searched for in one git grep -------------------------------------------

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
+from typing import overload
 
 from gitpilot.context.doctypes import KINDS
 from gitpilot.context.frontmatter import NONE, FrontMatter
@@ -422,8 +423,10 @@ def signals(
     conventions: Mapping[int, Sequence[tuple[str, float]]],
     area: Mapping[str, float],
     area_files: Sequence[str],
-) -> list[DocSignals]:
-    """Every document's and section's signals for the query ``weights`` (term -> weight).
+) -> Signals:
+    """Every document's signals for the query ``weights`` (term -> weight), and its sections'
+    names and conventions; the sections' word signals come with ``Signals.fill_sections``, for
+    the documents that need them.
 
     A section that holds no query term, names no identifier and states no convention has every
     signal zero; only the others are worked out (``DocSignals``' columns)."""
@@ -483,31 +486,73 @@ def signals(
         for kind in KINDS:
             values[f"kind:{kind}"] = 1.0 if doc.kind == kind else 0.0
         conv = conventions.get(d, ())
-        count = doc.smap.count
         out.append(DocSignals(
             values,
-            count,
-            m.section_scores(m_sec),
-            _path_scores(m_shead, m.paths, dt.plens),
-            {p: n / len(ids) for p, n in id_secs.items()} if ids else {},
-            {p: (name, prior) for p, (name, prior) in enumerate(conv) if prior != 0 and name in CONVENTIONS},
+            doc.smap.count,
+            ids={p: n / len(ids) for p, n in id_secs.items()} if ids else {},
+            conv={p: (name, prior) for p, (name, prior) in enumerate(conv) if prior != 0 and name in CONVENTIONS},
         ))
     docrows = [o.values for o in out]
     for key, model in (("bm25", m_body), ("heads", m_head), ("path", m_path)):
         _normalize(docrows, key, NORM_FLOOR * model.mass())
-    for col, model in (("bm25", m_sec), ("head", m_shead)):
-        _normalize_column([getattr(o, col) for o in out], NORM_FLOOR * model.mass())
-    return out
+    return Signals(out, found, m_sec, m_shead)
 
 
-def _normalize_column(columns: Sequence[dict[int, float]], floor: float) -> None:
-    """``_normalize`` over one section signal of every document (the sections not in a column
-    are zero, and stay so)."""
-    best = max(max((max(c.values(), default=0.0) for c in columns), default=0.0), floor)
-    if best > 0:
+class Signals(Sequence[DocSignals]):
+    """The signals of every candidate (``signals``), in document order.
+
+    A section's word signals (``s_bm25``, ``s_head``) are worked out by ``fill_sections`` for the
+    documents that need them, and divided by the best section of the documents a capsule can
+    quote (those with a positive score), or by a floor when that best is weak: a section of a
+    document that can never be quoted (a change log's, whose many entries hold many of a task's
+    words) sets no scale. On a large documentation tree nine sections in ten are in such
+    documents, and they are never summed."""
+
+    def __init__(self, docs: list[DocSignals], found: Sequence[_Matches], m_sec: _Bm25, m_shead: _Bm25) -> None:
+        self.docs = docs
+        self._found = found
+        self._models = (m_sec, m_shead)
+        self.floors = (NORM_FLOOR * m_sec.mass(), NORM_FLOOR * m_shead.mass())
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    @overload
+    def __getitem__(self, d: int) -> DocSignals: ...
+
+    @overload
+    def __getitem__(self, d: slice) -> list[DocSignals]: ...
+
+    def __getitem__(self, d: int | slice) -> DocSignals | list[DocSignals]:
+        return self.docs[d]
+
+    def fill_sections(self, wanted: Iterable[int], quotable: Iterable[int] | None,
+                      head: bool = True) -> None:
+        """Work out the section word signals of the ``wanted`` documents, divided by the best
+        of the ``quotable`` ones (each of them wanted; a value above that best is 1). With
+        ``quotable`` None they are left as BM25 gives them (``bench/fit.py`` divides them for
+        each weight table it tries); without ``head`` the heading-path signal stays zero (a
+        table that does not weigh it)."""
+        m_sec, m_shead = self._models
+        wanted = sorted(set(wanted))
+        for d in wanted:
+            m, sig = self._found[d], self.docs[d]
+            sig.bm25 = m.section_scores(m_sec)
+            sig.head = _path_scores(m_shead, m.paths, m.dt.plens) if head else {}
+        if quotable is None:
+            return
+        q = set(quotable)
+        for col, floor in (("bm25", self.floors[0]), ("head", self.floors[1])):
+            best = max((max(getattr(self.docs[d], col).values(), default=0.0) for d in q), default=0.0)
+            divide(([getattr(self.docs[d], col) for d in wanted]), max(best, floor))
+
+
+def divide(columns: Iterable[dict[int, float]], by: float) -> None:
+    """Divide each value by ``by``, at most 1 (a section of a document above the scale's)."""
+    if by > 0:
         for c in columns:
             for pos, v in c.items():
-                c[pos] = v / best
+                c[pos] = min(v / by, 1.0)
 
 
 def _path_scores(model: _Bm25, paths: Mapping[int, Mapping[str, int]], plens: Sequence[int]) -> dict[int, float]:

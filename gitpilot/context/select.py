@@ -77,16 +77,20 @@ class Ranking:
         self.ids = identifiers(task)
         priors, _ = kept.priors(self.docs, task) if kept is not None else convention_priors(self.docs, task)
         self.priors = priors
-        self.signals: list[DocSignals] = signals(
-            self.docs, self.query, self.ids, priors, area or {}, area_files
-        )
-        self.doc_scores = [W.doc_score(s.values) for s in self.signals]
+        found = signals(self.docs, self.query, self.ids, priors, area or {}, area_files)
+        self.signals: Sequence[DocSignals] = found
+        self.doc_scores = [W.doc_score(s.values) for s in found]
         # A document the task names by its path is what the task is about: it comes first.
         self.named = {d for d, doc in enumerate(self.docs) if names_path(task, doc.path)}
         if self.named:
             top = max(max(self.doc_scores), 0.0) + 1.0
             for d in self.named:
                 self.doc_scores[d] = top + max(self.doc_scores[d], 0.0)
+        # A section is chosen from a document with a positive score, or as a convention
+        # (``choose``): only those documents' sections need their word signals.
+        quotable = [d for d, s in enumerate(self.doc_scores) if s > 0]
+        found.fill_sections([*quotable, *(d for d, s in enumerate(found) if s.conv)], quotable,
+                            head=bool(W.SECTION.get("s_head")))
         self.sec_scores = _section_scores(self.signals)
 
     def choose(
