@@ -104,7 +104,9 @@ def _line_bytes(doc: Doc) -> list[int]:
         return got[1]
     if len(_BYTES) > 20_000:
         _BYTES.clear()
-    sizes = [len(ln.encode("utf-8")) for ln in doc.lines]
+    ascii_text = doc.text.isascii() if doc.text else all(map(str.isascii, doc.lines))
+    # (an ASCII line's bytes are its characters: most documentation is ASCII)
+    sizes = list(map(len, doc.lines)) if ascii_text else [len(ln.encode("utf-8")) for ln in doc.lines]
     _BYTES[id(doc)] = (doc, sizes)
     return sizes
 
