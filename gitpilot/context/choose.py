@@ -78,9 +78,10 @@ class _Lines:
         blocked: set[int] = set()
         for a, b in excluded:
             blocked.update(range(a, b + 1))
-        for s in doc.smap.sections:
-            if s.withheld:
-                blocked.update(range(s.start, s.body_end + 1))
+        if doc.smap.any_withheld:  # (a map read back makes its sections on first use)
+            for s in doc.smap.sections:
+                if s.withheld:
+                    blocked.update(range(s.start, s.body_end + 1))
         self.blocked = blocked
         raw = _line_bytes(doc)
         sizes = [0 if i + 1 in blocked else n for i, n in enumerate(raw)] if blocked else raw
