@@ -124,9 +124,12 @@ def load(mirrors: Path, work: Path, only: str | None = None) -> list[Case]:
     cache = work / "fit-cases.pkl"
     key = _code_hash()
     if cache.exists():
-        with cache.open("rb") as fh:
-            stored = pickle.load(fh)
-        if stored.get("key") == key and stored.get("only") == only:
+        try:
+            with cache.open("rb") as fh:
+                stored = pickle.load(fh)
+        except Exception:  # (a record of older code whose classes have changed: made again)
+            stored = {}
+        if isinstance(stored, dict) and stored.get("key") == key and stored.get("only") == only:
             return list(stored["cases"])
     import os
 
