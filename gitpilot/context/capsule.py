@@ -176,8 +176,9 @@ def _candidates(
     """The candidate documents: each readable source that may give relevant sections, with its
     kind, front matter, whether a rule file links to it, and its (cached) term counts."""
     from gitpilot.context import frontmatter
+    from gitpilot.context.candidates import KeptCandidates
     from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
-    from gitpilot.context.features import KeptCandidates, path_counts
+    from gitpilot.context.features import path_counts
     from gitpilot.context.links import linked_documents
     from gitpilot.context.select import Doc
     from gitpilot.context.terms import TermCache, terms_for_all
