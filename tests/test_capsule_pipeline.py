@@ -366,3 +366,56 @@ def test_release_notes_do_not_crowd_out_the_page_that_explains(tmp_path: Path, l
     relevant = _relevant(text)
     assert "Failed webhooks are retried with exponential backoff" in relevant
     assert "Fixed retry backoff bug 3" not in relevant
+
+
+# --- a document's introduction, and a short document with no room for the whole of it ------------
+
+
+def test_a_chosen_documents_introduction_comes_with_its_sections(tmp_path: Path) -> None:
+    sections = "".join(
+        f"## Topic {i}\n\n" + f"Notes on the serializer's internal detail number {i}. " * 30 + "\n\n" for i in range(10)
+    )
+    spec = (
+        "# Specification\n\nThe headers under `include/` are generated from this directory: never edit "
+        "them by hand, run `make regenerate` instead.\n\n" + sections
+        + "## Adding a function\n\nDescribe a new function of the wire API in `functions.json` with its "
+        "signature and the version that adds it.\n\n" + sections.replace("Topic", "Later topic")
+    )
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "wire/README.md": spec,
+        "wire/encode.c": "int wire_encode_frame(void) { return 0; }\n",
+    }
+    relevant = _relevant(_build(tmp_path, files, "Add a wire API function that encodes a frame header"))
+    assert "Describe a new function of the wire API" in relevant
+    assert "never edit them by hand, run `make regenerate` instead." in relevant
+    assert "internal detail number 3" not in relevant
+
+
+def test_a_short_document_without_room_for_all_of_it_gives_its_best_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitpilot.context import weights
+
+    monkeypatch.setattr(weights, "RUNNER_BYTES", 0)  # (the runners' share would hedge for it)
+    guide = "# Queue guide\n\n" + "".join(
+        f"## Queue topic {i}\n\nThe webhook queue retries deliveries; detail {i}. " + "More queue words. " * 12 + "\n\n"
+        for i in range(6)
+    )
+    short = (
+        "# Webhook signing\n\n## Rotating the signing secret\n\nRotate the webhook signing secret with "
+        "`hooks rotate`; old signatures stay valid for a day.\n" + "A rotated secret signs new deliveries. " * 20
+        + "\n\n" + "".join(f"## Unrelated part {i}\n\n" + "Colours and fonts of the dashboard. " * 12 + "\n\n"
+                           for i in range(6))
+    )
+    files = {
+        ".gitpilot.toml": "[leanloop.context]\nmax_excerpt_bytes = 4000\n",
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "CONTRIBUTING.md": guide,
+        "docs/signing.md": short,
+        # a weaker match that fits whole in what the signing page leaves
+        "docs/queue-tuning.md": "# Queue tuning\n\n" + "Webhook queue deliveries can be tuned. " * 55 + "\n",
+    }
+    relevant = _relevant(_build(tmp_path, files, "Webhook queue deliveries fail after rotating the signing secret"))
+    assert "Rotate the webhook signing secret with `hooks rotate`" in relevant
+    assert "Colours and fonts of the dashboard." not in relevant

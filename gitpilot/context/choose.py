@@ -8,7 +8,10 @@ text, its procedure together. From a longer one its best sections come, those wi
 ``weights.SECTION_CUT`` of its best, at most ``weights.SECTIONS_PER_DOC`` and ``weights.DOC_BYTES``, each with its
 subsections when that fits ``max_section_bytes``, else its own part. Sections of one procedure
 come together: when two subsections of one section are chosen, or one numbered step, the whole
-section comes when it fits. No excerpt holds a withheld (credential) line or a line shown
+section comes when it fits. A short document with no room left for all of it gives its best
+sections as a long one does. A document sections are taken from brings its introduction (its
+title's own text, at most ``weights.INTRO_BYTES``): what the document is and what holds for all of
+it ("generated from this directory: never edit by hand"). No excerpt holds a withheld (credential) line or a line shown
 already; a heading alone is never an excerpt; cuts fall on section boundaries.
 
 What is left out is listed best first: the sections of documents not taken and the sections of
@@ -158,10 +161,8 @@ def choose(
                 chosen[d] = [(1, len(doc.lines), -1)]
                 used += total - prior
                 taken += 1
-            else:
-                for s in doc.smap.sections:
-                    reasons[(d, s.pos)] = "no room left in max_excerpt_bytes"
-            continue
+                continue
+            # no room for the whole of it: its best sections, as from a long document
         kept = chosen.get(d, [])
         held = sum(lines.bytes(a, b) for a, b, _ in kept)
         picked, cost = _sections(d, doc, lines, sec_scores[d], max_section_bytes, room - used + held,
@@ -173,11 +174,28 @@ def choose(
         if picked:
             chosen[d] = picked
             used += cost - held
+            used += _intro(doc, picked, lines, room - used)
             taken += 1
     _runners(docs, order, sec_scores, excluded, max_excerpt_bytes - used, max_section_bytes, chosen, reasons, memo)
     picks = _picks(docs, doc_scores, sec_scores, why, chosen, excluded, memo)
     left, total_left = _left_out(docs, doc_scores, sec_scores, chosen, excluded, reasons) if left_out else ([], 0)
     return Selection(picks, left[:MANIFEST_LEFT_OUT], total_left, best=best)
+
+
+def _intro(doc: Doc, have: list[tuple[int, int, int]], lines: _Lines, room: int) -> int:
+    """Add the introduction of a document sections were taken from (its title's own text, when at
+    most ``weights.INTRO_BYTES`` and ``room``) to ``have``: what the document is and what holds for
+    all of it. Returns its bytes."""
+    title = next((s for s in doc.smap.sections if s.level), None)
+    if title is None or title.parent is not None or title.end == title.body_end:
+        return 0  # no title over the rest (a flat document): no introduction
+    if any(a <= title.start <= b for a, b, _ in have):
+        return 0
+    size = lines.bytes(title.start, title.body_end)
+    if size > min(weights.INTRO_BYTES, room) or not lines.says_something(title.start + 1, title.body_end):
+        return 0
+    have.append((title.start, title.body_end, title.pos))
+    return size
 
 
 def _cover(doc: Doc, lines: _Lines, max_section: int) -> list[tuple[int, int, int]] | None:

@@ -76,6 +76,9 @@ RUNNER_BYTES = 3000
 RUNNER_DOCS = 30
 RUNNER_CUT = 0.3
 
+# A document sections are taken from brings its introduction (its title's own text) when at most this long.
+INTRO_BYTES = 800
+
 CONVENTION_KINDS = frozenset({"contrib", "agent_rule", "agent_skill", "process", "root", "policy"})
 CONVENTION_TASK = 0.25  # of a convention section's own score for the task, beside its prior
 
