@@ -63,6 +63,13 @@ def _build(tmp_path: Path, files: dict[str, str], task: str, agent: str | None =
         ("docs/usage/lockfile.md", "userdoc"),
         ("discovery/README.md", "area"),
         ("api_spec/VERSIONING.md", "area"),
+        (".github/ISSUE_TEMPLATE/bug_report.md", "automation"),
+        (".github/ISSUE_TEMPLATE.md", "automation"),
+        (".github/DISCUSSION_TEMPLATE/ideas.md", "automation"),
+        (".github/workflows/pr-review.md", "automation"),
+        (".github/workflows/shared/prompts/bug-hunter.md", "automation"),
+        (".github/workflows/README.md", "contrib"),
+        (".github/pull_request_template.md", "contrib"),
     ],
 )
 def test_document_kinds_come_from_the_path(path: str, kind: str) -> None:
@@ -88,6 +95,27 @@ def test_document_kinds_come_from_the_path(path: str, kind: str) -> None:
 )
 def test_release_history_is_a_changelog_in_every_layout(path: str) -> None:
     assert kind_of(path) == "changelog"
+
+
+def test_an_issue_template_is_not_how_a_change_is_made(tmp_path: Path) -> None:
+    """An issue form and a CI bot's prompt share a task's words (a bug, a stack trace, a checklist)
+    but say nothing of how to make the change: the contributor guide's section comes before them."""
+    form = "".join(
+        f"## Bug report field {i}\n\nDescribe the bug: the stack trace, the crash, the error message. "
+        "Check the checklist before you file the bug.\n\n" for i in range(8)
+    )
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        ".github/ISSUE_TEMPLATE/bug_report.md": "# Bug report\n\n" + form + "## Checklist\n\n- [ ] I searched for a "
+        "similar issue\n- [ ] I wrote a commit message\n",
+        ".github/workflows/bug-hunter.md": "# Bug hunter\n\n" + form.replace("field", "step"),
+        "CONTRIBUTING.md": "# Contributing\n\n## Regressions\n\nA fix comes with its regression test first; "
+        "a message must say what to do next.\n",
+    }
+    text = _build(tmp_path, files, "The export command crashes with a stack trace and an unhelpful error message")
+    relevant = _relevant(text)
+    first = relevant.index("A fix comes with its regression test first")
+    assert first < relevant.find("Describe the bug: the stack trace")
 
 
 def test_a_change_fragment_is_no_candidate_but_its_directory_readme_is() -> None:

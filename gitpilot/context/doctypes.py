@@ -11,6 +11,10 @@ kinds, in the order they are tried:
   ``.continue/agents``, ``.windsurf/rules``, ``.clinerules``);
 - ``agent_skill``: a skill and the files beside it (``.claude/skills/``, ``.agents/``, any
   ``skills/<name>/`` directory holding a ``SKILL.md``);
+- ``automation``: what the repository's automation reads, not what a contributor follows: issue
+  and discussion templates (a form for reporters), and the Markdown sources and prompts of CI
+  workflows (``.github/workflows/*.md``: agentic workflows, a bot's prompt), a directory's README
+  excepted;
 - ``changelog``: release history (``CHANGELOG*``, ``HISTORY``, ``NEWS``, release notes, a
   ``changelogs/`` or ``releases/`` directory, blogs);
 - ``process``: how a change is recorded (the README of a changeset or news-fragment directory);
@@ -38,6 +42,7 @@ KINDS = (
     "nested",
     "agent_rule",
     "agent_skill",
+    "automation",
     "changelog",
     "process",
     "contrib",
@@ -57,6 +62,9 @@ _AGENT_RULE = re.compile(
 )
 _AGENT_SKILL = re.compile(r"(^|/)(\.claude|\.agents|\.opencode|\.codex|\.github)/(skills|references|commands)/"
                           r"|(^|/)\.agents/")
+_AUTOMATION = re.compile(
+    r"(^|/)\.github/(\w*issue_template|discussion_template)(/|\.mdx?$)|(^|/)\.github/workflows/(.+/)?(?!readme)[^/]+$"
+)
 _LOG_NAME = re.compile(r"^(change[-_]?logs?|changes|history|news|release[-_]?notes?|releases?)([-_.]|$)")
 _LOG_DIR = re.compile(r"(^|/)(change[-_]?logs?|changes|news|release[-_]?notes|releases|blogs?|posts|announcements)(/|$)")
 # Directories of one fragment per change (``.changeset/``, ``changelog.d/``, ``news/``): their
@@ -87,6 +95,8 @@ def kind_of(path: str, nested: bool = False) -> str:
         return "agent_rule"
     if _AGENT_SKILL.search(low) or ("skills/" in low and _in_skill_dir(low)):
         return "agent_skill"
+    if _AUTOMATION.search(low):
+        return "automation"
     if directory.rsplit("/", 1)[-1] in FRAGMENT_DIRS and base.startswith("readme"):
         return "process"
     if (_LOG_NAME.search(base) and not (base.startswith("release") and _DEV_DIR.search(directory))) or _LOG_DIR.search(
