@@ -82,7 +82,7 @@ def _required_range(doc: Any, req: Mapping[str, Any]) -> tuple[int, int] | None:
     return (s.start, s.end if req.get("include_children") else s.body_end)
 
 
-def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any]) -> Case:
+def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any], agent: str | None = None) -> Case:
     from gitpilot.context import capsule, warm
     from gitpilot.context.features import Signals
     from gitpilot.context.select import Ranking
@@ -90,7 +90,7 @@ def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any]) -
 
     task = case["task"].strip() + "\n"
     r = Repo.discover(root)
-    state = warm.prepare(r, task)
+    state = warm.prepare(r, task, agent)
     got = capsule.prepare(r, task, state)
     ranking = Ranking(got.docs, task, got.shown, area=got.area.scores, area_files=got.area.files)
     sigs = ranking.signals
@@ -120,8 +120,8 @@ class _Geo:
         self.smap = smap
 
 
-def load(mirrors: Path, work: Path, only: str | None = None) -> list[Case]:
-    cache = work / "fit-cases.pkl"
+def load(mirrors: Path, work: Path, only: str | None = None, agent: str | None = None) -> list[Case]:
+    cache = work / (f"fit-cases-{agent}.pkl" if agent else "fit-cases.pkl")
     key = _code_hash()
     if cache.exists():
         try:
@@ -142,7 +142,7 @@ def load(mirrors: Path, work: Path, only: str | None = None) -> list[Case]:
         if root is None:
             continue
         for case in repo["case"]:
-            cases.append(prepare_case(root, repo, case))
+            cases.append(prepare_case(root, repo, case, agent))
             print(f"prepared {case['id']}", file=sys.stderr, flush=True)
     with cache.open("wb") as fh:
         pickle.dump({"key": key, "only": only, "cases": cases}, fh)
@@ -360,6 +360,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--loro", action="store_true")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--agent", help="the agent the capsules are for (default: the configured default)")
     ap.add_argument("--from-zero", action="store_true", help="start from plain weights, not the current table")
     args = ap.parse_args(argv)
     mirrors = corpus.mirror_root(args.mirror_root)
@@ -368,7 +369,7 @@ def main(argv: list[str]) -> int:
         return 1
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    cases = load(mirrors, work)
+    cases = load(mirrors, work, agent=args.agent)
     if args.from_zero:
         doc0 = {k: (1.0 if not k.startswith("kind:") and k not in ("scoped", "applies") else 0.0) for k in weights.DOC}
         doc0.update({k: weights.DOC[k] for k in thin_kinds(cases)})  # not fitted: as the table states them
