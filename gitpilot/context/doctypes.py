@@ -25,7 +25,10 @@ kinds, in the order they are tried:
 - ``design``: architecture, design notes, ADRs, RFCs, specs, proposals;
 - ``example``: examples, demos, templates, starters, playgrounds;
 - ``reference``: reference pages of the user documentation (often generated);
-- ``root``: any other file at the root (README.md, MIGRATION.md ...);
+- ``root``: any other file at the root (README.md, MIGRATION.md ...); a file at the root named for
+  work on the project itself is a contributor document (``TESTING.md``, ``REVIEW.md``,
+  ``RELEASE.md`` the release process, ``BUILDING.md``, ``STYLE.md``) or a design note
+  (``ARCHITECTURE.md``): at the root, such a name is about the repository, not about its users;
 - ``userdoc``: the user documentation tree (``docs/``, ``website/``, ``content/`` ...);
 - ``area``: any other document inside the code: the area's own document (``discovery/README.md``,
   ``api_spec/VERSIONING.md``);
@@ -76,6 +79,11 @@ _DEV_DIR = re.compile(
 )
 _DEV_NAME = re.compile(r"^(contribut\w*|development|developing|hacking|howtos?|maintainers?|internals|"
                        r"code[-_]?style|style[-_]?guide|conventions)([-_.]|$)")
+# At the root only (``docs/guides/testing.md`` tells users how to test their app): how the project
+# itself is tested, reviewed, built, released, styled, debugged or owned.
+_ROOT_DEV_NAME = re.compile(r"^(((unit|e2e|integration)[-_]?)?test(s|ing)|(code[-_]?)?review(s|ing)?|build(ing)?|style|"
+                            r"debugging|codeowners|ownership)([-_.]|$)|^releas(e|ing)([-_](process|guide))?\.")
+_ROOT_DESIGN_NAME = re.compile(r"^(architecture|design)([-_.]|$)")
 _POLICY_NAME = re.compile(r"^(security|governance|code[-_]of[-_]conduct)([-_.]|$)|policy")
 _DESIGN_DIR = re.compile(r"(^|/)(architecture|design|designs|adrs?|rfcs?|specs?|proposals?|decisions|notes)(/|$)")
 _EXAMPLE_DIR = re.compile(r"(^|/)(examples?|demos?|templates?|playgrounds?|samples?|starters?|boilerplates?|"
@@ -99,6 +107,10 @@ def kind_of(path: str, nested: bool = False) -> str:
         return "automation"
     if directory.rsplit("/", 1)[-1] in FRAGMENT_DIRS and base.startswith("readme"):
         return "process"
+    if directory == "" and _ROOT_DEV_NAME.search(base):
+        return "contrib"  # (RELEASE.md, RELEASING.md: the release process; RELEASES.md: their history)
+    if directory == "" and _ROOT_DESIGN_NAME.search(base):
+        return "design"
     if (_LOG_NAME.search(base) and not (base.startswith("release") and _DEV_DIR.search(directory))) or _LOG_DIR.search(
         directory
     ):
