@@ -337,11 +337,12 @@ def pilot_command(explicit: str | None = None) -> list[str]:
     return [sys.executable, "-m", "gitpilot"]
 
 
-def run(mirrors: Path, work: Path, only: str | None, pilot: Sequence[str], bm25: bool = True) -> list[dict[str, Any]]:
+def run(mirrors: Path, work: Path, only: str | None, pilot: Sequence[str], bm25: bool = True,
+        cases: Path = CASES) -> list[dict[str, Any]]:
     env_path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = str(ROOT) + (os.pathsep + env_path if env_path else "")
     results: list[dict[str, Any]] = []
-    for repo in load_cases():
+    for repo in load_cases(cases):
         if only and repo["name"] != only:
             continue
         root = checkout(mirrors, work, repo["name"], repo["commit"])
@@ -554,6 +555,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mirror-root")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "git-pilot-corpus"))
     ap.add_argument("--only")
+    ap.add_argument("--cases", default=str(CASES), help="the cases file (default: bench/corpus/cases.toml)")
     ap.add_argument("--pilot", help="the command that runs git pilot (default: this checkout)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -568,7 +570,7 @@ def main(argv: list[str]) -> int:
         report = speed(mirrors, Path(args.work), args.speed, args.pilot, args.rounds, max(args.rounds, SPEED_HIT_ROUNDS))
         print(json.dumps(report, indent=1, sort_keys=True) if args.json else "\n".join(render_speed(report)))
         return 1 if report["mismatch"] else 0
-    results = run(mirrors, Path(args.work), args.only, pilot_command(args.pilot))
+    results = run(mirrors, Path(args.work), args.only, pilot_command(args.pilot), cases=Path(args.cases))
     if args.json:
         print(json.dumps({"totals": totals(results), "cases": results}, indent=1, sort_keys=True))
     else:

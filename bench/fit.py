@@ -120,9 +120,11 @@ class _Geo:
         self.smap = smap
 
 
-def load(mirrors: Path, work: Path, only: str | None = None, agent: str | None = None) -> list[Case]:
-    cache = work / (f"fit-cases-{agent}.pkl" if agent else "fit-cases.pkl")
-    key = _code_hash()
+def load(mirrors: Path, work: Path, only: str | None = None, agent: str | None = None,
+         cases_file: Path = corpus.CASES) -> list[Case]:
+    name = "fit-cases" + (f"-{agent}" if agent else "") + ("" if cases_file == corpus.CASES else f"-{cases_file.stem}")
+    cache = work / f"{name}.pkl"
+    key = _code_hash() + hashlib.blake2b(cases_file.read_bytes(), digest_size=8).hexdigest()
     if cache.exists():
         try:
             with cache.open("rb") as fh:
@@ -135,7 +137,7 @@ def load(mirrors: Path, work: Path, only: str | None = None, agent: str | None =
 
     os.environ.setdefault("GIT_PILOT_SKIP_HOOKS", "1")
     cases: list[Case] = []
-    for repo in corpus.load_cases():
+    for repo in corpus.load_cases(cases_file):
         if only and repo["name"] != only:
             continue
         root = corpus.checkout(mirrors, work, repo["name"], repo["commit"])
@@ -360,6 +362,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--loro", action="store_true")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--cases", default=str(corpus.CASES), help="the cases file (default: bench/corpus/cases.toml)")
     ap.add_argument("--agent", help="the agent the capsules are for (default: the configured default)")
     ap.add_argument("--from-zero", action="store_true", help="start from plain weights, not the current table")
     args = ap.parse_args(argv)
@@ -369,7 +372,7 @@ def main(argv: list[str]) -> int:
         return 1
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    cases = load(mirrors, work, agent=args.agent)
+    cases = load(mirrors, work, agent=args.agent, cases_file=Path(args.cases))
     if args.from_zero:
         doc0 = {k: (1.0 if not k.startswith("kind:") and k not in ("scoped", "applies") else 0.0) for k in weights.DOC}
         doc0.update({k: weights.DOC[k] for k in thin_kinds(cases)})  # not fitted: as the table states them
