@@ -25,10 +25,14 @@ kinds, in the order they are tried:
 - ``design``: architecture, design notes, ADRs, RFCs, specs, proposals;
 - ``example``: examples, demos, templates, starters, playgrounds;
 - ``reference``: reference pages of the user documentation (often generated);
-- ``root``: any other file at the root (README.md, MIGRATION.md ...); a file at the root named for
+- ``root``: the root README (what the product is, for its users) and the legal files; a file at the root named for
   work on the project itself is a contributor document (``TESTING.md``, ``REVIEW.md``,
   ``RELEASE.md`` the release process, ``BUILDING.md``, ``STYLE.md``) or a design note
   (``ARCHITECTURE.md``): at the root, such a name is about the repository, not about its users;
+- ``project``: a document about the project itself that no name above places: any other file at
+  the root (``VERSIONING.md``, ``Dependencies.md``, ``ROADMAP.md``), and a file of the
+  documentation tree named in capitals as such documents are (``docs/EXPERIMENTAL.md``,
+  ``docs/BUG-BOUNTY.md``; not a reference page named for an identifier, ``CURLOPT_PROXY.md``);
 - ``userdoc``: the user documentation tree (``docs/``, ``website/``, ``content/`` ...);
 - ``area``: any other document inside the code: the area's own document (``discovery/README.md``,
   ``api_spec/VERSIONING.md``);
@@ -54,6 +58,7 @@ KINDS = (
     "example",
     "reference",
     "root",
+    "project",
     "userdoc",
     "area",
     "archive",
@@ -68,7 +73,7 @@ _AGENT_SKILL = re.compile(r"(^|/)(\.claude|\.agents|\.opencode|\.codex|\.github)
 _AUTOMATION = re.compile(
     r"(^|/)\.github/(\w*issue_template|discussion_template)(/|\.mdx?$)|(^|/)\.github/workflows/(.+/)?(?!readme)[^/]+$"
 )
-_LOG_NAME = re.compile(r"^(change[-_]?logs?|changes|history|news|release[-_]?notes?|releases?)([-_.]|$)")
+_LOG_NAME = re.compile(r"^(change[-_]?logs?|changes|history|news|release[-_]?notes?|releases)([-_.]|$)")
 _LOG_DIR = re.compile(r"(^|/)(change[-_]?logs?|changes|news|release[-_]?notes|releases|blogs?|posts|announcements)(/|$)")
 # Directories of one fragment per change (``.changeset/``, ``changelog.d/``, ``news/``): their
 # README states how a fragment is written, which nearly every code change needs.
@@ -84,6 +89,10 @@ _DEV_NAME = re.compile(r"^(contribut\w*|development|developing|hacking|howtos?|m
 _ROOT_DEV_NAME = re.compile(r"^(((unit|e2e|integration)[-_]?)?test(s|ing)|(code[-_]?)?review(s|ing)?|build(ing)?|style|"
                             r"debugging|codeowners|ownership)([-_.]|$)|^releas(e|ing)([-_](process|guide))?\.")
 _ROOT_DESIGN_NAME = re.compile(r"^(architecture|design)([-_.]|$)")
+# The root's product description and legal files.
+_ROOT_NAME = re.compile(r"^(readme|license|licence|copying|notice|authors|contributors|patents|third[-_]party)([-_.]|$)")
+# A name in capitals (words joined by hyphens): how a project names its documents about itself.
+_CAPS_NAME = re.compile(r"^[A-Z]{2,}(-[A-Z]{2,})*\.[A-Za-z]+$")
 _POLICY_NAME = re.compile(r"^(security|governance|code[-_]of[-_]conduct)([-_.]|$)|policy")
 _DESIGN_DIR = re.compile(r"(^|/)(architecture|design|designs|adrs?|rfcs?|specs?|proposals?|decisions|notes)(/|$)")
 _EXAMPLE_DIR = re.compile(r"(^|/)(examples?|demos?|templates?|playgrounds?|samples?|starters?|boilerplates?|"
@@ -126,8 +135,10 @@ def kind_of(path: str, nested: bool = False) -> str:
     if _EXAMPLE_DIR.search(directory):
         return "example"
     if directory == "":
-        return "root"
+        return "root" if _ROOT_NAME.search(base) else "project"
     if _USER_ROOT.search(directory) or "/docs/" in f"/{directory}/":
+        if _CAPS_NAME.match(path.rsplit("/", 1)[-1]) and not base.startswith(("readme", "index")):
+            return "project"
         return "reference" if _REFERENCE_DIR.search(directory) else "userdoc"
     return "area"
 

@@ -38,6 +38,7 @@ DOC: dict[str, float] = {
     "kind:example": -3,
     "kind:reference": -0.5,
     "kind:root": -4,
+    "kind:project": 0.5,
     "kind:userdoc": -1,
     "kind:area": 0.5,
     "kind:archive": -2,
