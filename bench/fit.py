@@ -362,7 +362,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--loro", action="store_true")
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--cases", default=str(corpus.CASES), help="the cases file (default: bench/corpus/cases.toml)")
+    ap.add_argument("--jobs", type=int, default=1, help="held-out folds fitted at once (--loro)")
+    ap.add_argument("--cases", action="append",
+                    help="a cases file, again for more than one (default: bench/corpus/cases.toml)")
     ap.add_argument("--agent", help="the agent the capsules are for (default: the configured default)")
     ap.add_argument("--from-zero", action="store_true", help="start from plain weights, not the current table")
     args = ap.parse_args(argv)
@@ -372,7 +374,8 @@ def main(argv: list[str]) -> int:
         return 1
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    cases = load(mirrors, work, agent=args.agent, cases_file=Path(args.cases))
+    cases = [c for f in (args.cases or [str(corpus.CASES)])
+             for c in load(mirrors, work, agent=args.agent, cases_file=Path(f))]
     if args.from_zero:
         doc0 = {k: (1.0 if not k.startswith("kind:") and k not in ("scoped", "applies") else 0.0) for k in weights.DOC}
         doc0.update({k: weights.DOC[k] for k in thin_kinds(cases)})  # not fitted: as the table states them
@@ -392,14 +395,29 @@ def main(argv: list[str]) -> int:
         print(f"written to {WEIGHTS_PY.relative_to(ROOT)}")
     if args.loro:
         repos = sorted({c.repo for c in cases})
-        got = 0
-        for name in repos:
-            train = [c for c in cases if c.repo != name]
-            test = [c for c in cases if c.repo == name]
-            dw, sw, form = ascent(train, doc0, sec0, args.rounds, shape0)
-            _set_shape(form)
-            _, h, t = evaluate(test, dw, sw)
-            got += h
+        folds = [(cases, name, doc0, sec0, args.rounds, shape0) for name in repos]
+        if args.jobs > 1:
+            import multiprocessing
+
+            with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+                held = pool.map(_held_out, folds, chunksize=1)
+        else:
+            held = [_held_out(f) for f in folds]
+        for name, (h, t) in zip(repos, held, strict=True):
             print(f"  held out {name}: {h}/{t}", flush=True)
+        got = sum(h for h, _ in held)
         print(f"leave-one-repository-out: {got}/{total} = {got / total:.1%}")
     return 0
+
+
+def _held_out(fold: tuple[Sequence[Case], str, dict[str, float], dict[str, float], int, dict[str, float]]
+              ) -> tuple[int, int]:
+    """Fit on every repository but ``name``, score ``name``: (held, required)."""
+    cases, name, doc0, sec0, rounds, shape0 = fold
+    train = [c for c in cases if c.repo != name]
+    test = [c for c in cases if c.repo == name]
+    dw, sw, form = ascent(train, doc0, sec0, rounds, shape0)
+    _set_shape(form)
+    _, h, t = evaluate(test, dw, sw)
+    _set_shape(shape0)
+    return h, t
