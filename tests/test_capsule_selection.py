@@ -292,6 +292,28 @@ def test_a_translation_guide_in_i18n_is_read_but_the_translations_are_not(tmp_pa
     ]
 
 
+def test_markdown_test_data_below_a_tests_directory_is_not_context(tmp_path: Path) -> None:
+    """A formatter's Markdown inputs and snapshots under ``tests/`` share every word of a task
+    about them; the README that says how those tests are written is the project's own."""
+    from gitpilot.context.sources import excluded_by_default
+
+    files = {
+        "crates/md_formatter/tests/README.md": "# Formatter tests\n\nAdd a case under `specs/` and run "
+        "`cargo insta review` to accept the new snapshot of the formatted table.\n",
+        "crates/md_formatter/tests/specs/table.md": "# Table\n\n| formatted | table |\n|---|---|\n"
+        "| a formatted table | snapshot |\n",
+        **_filler(),
+    }
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The formatted table snapshot is wrong after formatting twice")
+    assert "run `cargo insta review` to accept the new snapshot" in res.text
+    assert "| a formatted table | snapshot |" not in res.text
+    assert [excluded_by_default(p) for p in (
+        "tests/AGENTS.md", "tests/writing-tests.md", "test/sql/README.md", "test/sql/join.md",
+        "crates/md_formatter/tests/specs/table.md",
+    )] == [False, False, False, True, True]
+
+
 def test_a_task_that_adds_to_the_changelog_gets_its_head(tmp_path: Path) -> None:
     releases = "".join(
         f"## 1.{i}.0 - 2026-0{1 + i % 9}-01\n\n### Fixed\n\n- Fixed widget {i} colours on the dashboard.\n\n"

@@ -53,6 +53,11 @@ _SKIP_DIRS = frozenset(
 # is named for a language (``i18n/ja.md``) is a translation; a page directly inside, such as
 # ``i18n/README.md`` on how translations are made, is the project's own.
 _TRANSLATION_DIRS = frozenset("i18n l10n locale locales translations translated".split())
+# Directories of tests: a Markdown file below one is test data (a formatter's input, a snapshot),
+# unless it says how the tests are written (a README, an instruction file, a contributing guide)
+# or sits directly in the tests directory (``tests/writing-tests.md``).
+_TEST_DIRS = frozenset("tests test __tests__".split())
+_TEST_DOC_NAMES = ("readme", "agents", "claude", "contributing")
 _LANGS = frozenset(
     """ar bg bn ca cs da de el es et fa fi fr ga he hi hr hu hy id it ja ka kk km ko lt lv mk ml mn
     ms my nb ne nl nn no pa pl pt ro ru si sk sl sq sr sv sw ta te th tl tr uk ur uz vi zh
@@ -274,7 +279,8 @@ def _suffix(pattern: str) -> str | None:
 
 
 def excluded_by_default(path: str) -> bool:
-    """Vendored, generated, test-data or translated documentation, or one change's fragment
+    """Vendored, generated, test-data (below a tests directory: ``_TEST_DIRS``) or translated
+    documentation, or one change's fragment
     (``.changeset/brave-lions-sing.md``; the directory's README is context) (the default
     ``files`` skips it)."""
     from gitpilot.context.doctypes import is_fragment
@@ -288,6 +294,8 @@ def excluded_by_default(path: str) -> bool:
         if low in _SKIP_DIRS or part in _SKIP_DIRS or low in _LANGS:
             return True
         if low in _TRANSLATION_DIRS and (i < len(parts) - 2 or stem.replace("_", "-") in _LANGS):
+            return True
+        if low in _TEST_DIRS and i < len(parts) - 2 and not stem.startswith(_TEST_DOC_NAMES):
             return True
     m = _LANG_SUFFIX.search(stem)
     if m and m.group(1).replace("_", "-") in _LANGS and m.group(1) not in ("md",):
