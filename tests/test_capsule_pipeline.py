@@ -107,6 +107,8 @@ def test_document_kinds_come_from_the_path(path: str, kind: str) -> None:
         "docs/website/docs/release-notes/1.13.md",
         "blog/2024-01-02-launch.md",
         "changes/4711.feature.md",
+        "release notes/v0.30.0.md",
+        "docs/Release Notes.md",
     ],
 )
 def test_release_history_is_a_changelog_in_every_layout(path: str) -> None:

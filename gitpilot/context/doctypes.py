@@ -73,8 +73,8 @@ _AGENT_SKILL = re.compile(r"(^|/)(\.claude|\.agents|\.opencode|\.codex|\.github)
 _AUTOMATION = re.compile(
     r"(^|/)\.github/(\w*issue_template|discussion_template)(/|\.mdx?$)|(^|/)\.github/workflows/(.+/)?(?!readme)[^/]+$"
 )
-_LOG_NAME = re.compile(r"^(change[-_]?logs?|changes|history|news|release[-_]?notes?|releases)([-_.]|$)")
-_LOG_DIR = re.compile(r"(^|/)(change[-_]?logs?|changes|news|release[-_]?notes|releases|blogs?|posts|announcements)(/|$)")
+_LOG_NAME = re.compile(r"^(change[-_ ]?logs?|changes|history|news|release[-_ ]?notes?|releases)([-_. ]|$)")
+_LOG_DIR = re.compile(r"(^|/)(change[-_ ]?logs?|changes|news|release[-_ ]?notes|releases|blogs?|posts|announcements)(/|$)")
 # Directories of one fragment per change (``.changeset/``, ``changelog.d/``, ``news/``): their
 # README states how a fragment is written, which nearly every code change needs.
 FRAGMENT_DIRS = frozenset({".changeset", ".changesets", "changelog.d", "changes.d", "newsfragments", "news", ".changes"})
