@@ -61,6 +61,9 @@ def _build(tmp_path: Path, files: dict[str, str], task: str, agent: str | None =
         ("docs/reference/cli.md", "reference"),
         ("README.md", "root"),
         ("LICENSE.md", "root"),
+        ("AGENTS.md", "root"),
+        ("examples/todomvc/.github/agents/test-generator.agent.md", "example"),
+        ("docs/examples/CONTRIBUTING.md", "contrib"),
         ("MIGRATION_GUIDE.md", "project"),
         ("VERSIONING.md", "project"),
         ("Dependencies.md", "project"),
@@ -289,7 +292,8 @@ def test_a_tools_configuration_directory_is_never_the_area(tmp_path: Path) -> No
     from gitpilot.context import area
     from gitpilot.redact import is_credential_filename
 
-    files = [".github/workflows/release.yml", ".circleci/config.yml", "src/release/publish.py"]
+    files = [".github/workflows/release.yml", ".circleci/config.yml", "src/release/publish.py",
+             "integration_tests/test_release.py", "e2e/release.spec.ts", "src/release/unit-tests/test_tag.py"]
     assert area.code_files(files, is_credential_filename) == ["src/release/publish.py"]
     assert area.doc_dirs([".github/PULL_REQUEST_TEMPLATE.md", "src/release/README.md"]) == ["src/release"]
     repo = {

@@ -42,7 +42,7 @@ MAX_AREA_FILES = 2000
 _DOC_EXT = (".md", ".mdx", ".markdown", ".rst", ".txt", ".mdc", ".adoc")
 # Parts of a path that are not the code of an area: tests, fixtures, examples, vendored code, docs.
 _NOT_CODE = re.compile(
-    r"(^|/)(tests?|testdata|test[-_]data|fixtures?|__tests__|__snapshots__|snapshots|cassettes|"
+    r"(^|/)(tests?|\w+[-_]tests?|e2e|testdata|test[-_]data|fixtures?|__tests__|__snapshots__|snapshots|cassettes|"
     r"examples?|vendor|third[-_]party|node_modules|benchmarks?|docs?|documentation)(/|$)",
     re.I,
 )

@@ -90,7 +90,8 @@ _ROOT_DEV_NAME = re.compile(r"^(((unit|e2e|integration)[-_]?)?test(s|ing)|(code[
                             r"debugging|codeowners|ownership)([-_.]|$)|^releas(e|ing)([-_](process|guide))?\.")
 _ROOT_DESIGN_NAME = re.compile(r"^(architecture|design)([-_.]|$)")
 # The root's product description and legal files.
-_ROOT_NAME = re.compile(r"^(readme|license|licence|copying|notice|authors|contributors|patents|third[-_]party)([-_.]|$)")
+_ROOT_NAME = re.compile(r"^(readme|license|licence|copying|notice|authors|contributors|patents|third[-_]party|"
+                        r"agents|claude|gemini)([-_.]|$)")
 # A name in capitals (words joined by hyphens): how a project names its documents about itself.
 _CAPS_NAME = re.compile(r"^[A-Z]{2,}(-[A-Z]{2,})*\.[A-Za-z]+$")
 _POLICY_NAME = re.compile(r"^(security|governance|code[-_]of[-_]conduct)([-_.]|$)|policy")
@@ -124,8 +125,11 @@ def kind_of(path: str, nested: bool = False) -> str:
         directory
     ):
         return "changelog"  # (contributing/releases.md says how to release: a guide, below)
-    if _DEV_NAME.search(base) or _DEV_DIR.search(directory):
+    if _DEV_NAME.search(base):
         return "contrib"
+    dev, example = _DEV_DIR.search(directory), _EXAMPLE_DIR.search(directory)
+    if dev and not (example and example.start() < dev.start()):
+        return "contrib"  # (an example project's own .github/ or docs/dev/ is the example's, below)
     if directory in _DOC_DIRS and base.startswith("readme"):
         return "contrib"  # the documentation's own README: how the docs are written and built
     if _POLICY_NAME.search(base):
