@@ -89,6 +89,12 @@ def _build(tmp_path: Path, files: dict[str, str], task: str, agent: str | None =
         (".github/workflows/shared/prompts/bug-hunter.md", "automation"),
         (".github/workflows/README.md", "contrib"),
         (".github/pull_request_template.md", "contrib"),
+        ("src/agents/memory/prompts/summary.md", "asset"),
+        ("packages/cli-core/src/tools/skills/cli/SKILL.md", "asset"),
+        ("crates/mcp/src/instructions.md", "asset"),
+        ("prompts/system.md", "asset"),
+        ("packages/astro/src/core/errors/README.md", "area"),
+        ("docs/src/api/class-mouse.md", "reference"),
     ],
 )
 def test_document_kinds_come_from_the_path(path: str, kind: str) -> None:

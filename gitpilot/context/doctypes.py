@@ -15,6 +15,11 @@ kinds, in the order they are tried:
   and discussion templates (a form for reporters), and the Markdown sources and prompts of CI
   workflows (``.github/workflows/*.md``: agentic workflows, a bot's prompt), a directory's README
   excepted;
+- ``asset``: text the product itself ships or reads, kept in its source tree: a prompt, a skill
+  or instructions the software hands to a model, a fragment its build includes
+  (``src/agents/memory/prompts/summary.md``, ``packages/cli/src/skills/cli/SKILL.md``): what the
+  program says, not what a contributor follows (a README, an AGENTS.md or a contributing guide
+  there is the directory's own);
 - ``changelog``: release history (``CHANGELOG*``, ``HISTORY``, ``NEWS``, release notes, a
   ``changelogs/`` or ``releases/`` directory, blogs);
 - ``process``: how a change is recorded (the README of a changeset or news-fragment directory);
@@ -50,6 +55,7 @@ KINDS = (
     "agent_rule",
     "agent_skill",
     "automation",
+    "asset",
     "changelog",
     "process",
     "contrib",
@@ -73,6 +79,10 @@ _AGENT_SKILL = re.compile(r"(^|/)(\.claude|\.agents|\.opencode|\.codex|\.github)
 _AUTOMATION = re.compile(
     r"(^|/)\.github/(\w*issue_template|discussion_template)(/|\.mdx?$)|(^|/)\.github/workflows/(.+/)?(?!readme)[^/]+$"
 )
+# The source tree of code (``src/``, ``lib/``), outside a documentation tree, and prompt directories.
+_SOURCE_DIR = re.compile(r"(^|/)(src|lib)/")
+_PROMPT_DIR = re.compile(r"(^|/)prompts?/")
+_OWN_DOC = ("readme", "agents", "claude", "contributing", "changelog")
 _LOG_NAME = re.compile(r"^(change[-_ ]?logs?|changes|history|news|release[-_ ]?notes?|releases)([-_. ]|$)")
 _LOG_DIR = re.compile(r"(^|/)(change[-_ ]?logs?|changes|news|release[-_ ]?notes|releases|blogs?|posts|announcements)(/|$)")
 # Directories of one fragment per change (``.changeset/``, ``changelog.d/``, ``news/``): their
@@ -111,6 +121,9 @@ def kind_of(path: str, nested: bool = False) -> str:
     directory, _, base = low.rpartition("/")
     if _AGENT_RULE.search(low):
         return "agent_rule"
+    if (_SOURCE_DIR.search(directory + "/") or _PROMPT_DIR.search(directory + "/")) and not base.startswith(_OWN_DOC) \
+            and not _USER_ROOT.search(directory) and not low.startswith("."):
+        return "asset"
     if _AGENT_SKILL.search(low) or ("skills/" in low and _in_skill_dir(low)):
         return "agent_skill"
     if _AUTOMATION.search(low):

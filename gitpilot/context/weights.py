@@ -30,6 +30,7 @@ DOC: dict[str, float] = {
     "kind:agent_rule": 1,
     "kind:agent_skill": 0,
     "kind:automation": -2,
+    "kind:asset": -2,
     "kind:changelog": -4.5,
     "kind:process": 1,
     "kind:contrib": 2,
