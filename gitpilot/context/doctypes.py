@@ -31,11 +31,12 @@ kinds, in the order they are tried:
 - ``example``: examples, demos, templates, starters, playgrounds;
 - ``reference``: reference pages of the user documentation (often generated);
 - ``root``: the root README (what the product is, for its users) and the legal files; a file at the root named for
-  work on the project itself is a contributor document (``TESTING.md``, ``REVIEW.md``,
-  ``RELEASE.md`` the release process, ``BUILDING.md``, ``STYLE.md``) or a design note
-  (``ARCHITECTURE.md``): at the root, such a name is about the repository, not about its users;
+  making a change is a contributor document (``TESTING.md``, ``REVIEW.md``, ``BUILDING.md``,
+  ``STYLE.md``), one named for the design a design note (``ARCHITECTURE.md``): at the root, such a
+  name is about the repository, not about its users;
 - ``project``: a document about the project itself that no name above places: any other file at
-  the root (``VERSIONING.md``, ``Dependencies.md``, ``ROADMAP.md``), and a file of the
+  the root (``VERSIONING.md``, ``Dependencies.md``, ``RELEASE.md`` the release process,
+  ``CODEOWNERS.md``), needed when a task is about what it says, and a file of the
   documentation tree named in capitals as such documents are (``docs/EXPERIMENTAL.md``,
   ``docs/BUG-BOUNTY.md``; not a reference page named for an identifier, ``CURLOPT_PROXY.md``);
 - ``userdoc``: the user documentation tree (``docs/``, ``website/``, ``content/`` ...);
@@ -97,7 +98,7 @@ _DEV_NAME = re.compile(r"^(contribut\w*|development|developing|hacking|howtos?|m
 # At the root only (``docs/guides/testing.md`` tells users how to test their app): how the project
 # itself is tested, reviewed, built, released, styled, debugged or owned.
 _ROOT_DEV_NAME = re.compile(r"^(((unit|e2e|integration)[-_]?)?test(s|ing)|(code[-_]?)?review(s|ing)?|build(ing)?|style|"
-                            r"debugging|codeowners|ownership)([-_.]|$)|^releas(e|ing)([-_](process|guide))?\.")
+                            r"debugging)([-_.]|$)")
 _ROOT_DESIGN_NAME = re.compile(r"^(architecture|design)([-_.]|$)")
 # The root's product description and legal files.
 _ROOT_NAME = re.compile(r"^(readme|license|licence|copying|notice|authors|contributors|patents|third[-_]party|"
@@ -131,7 +132,7 @@ def kind_of(path: str, nested: bool = False) -> str:
     if directory.rsplit("/", 1)[-1] in FRAGMENT_DIRS and base.startswith("readme"):
         return "process"
     if directory == "" and _ROOT_DEV_NAME.search(base):
-        return "contrib"  # (RELEASE.md, RELEASING.md: the release process; RELEASES.md: their history)
+        return "contrib"
     if directory == "" and _ROOT_DESIGN_NAME.search(base):
         return "design"
     if (_LOG_NAME.search(base) and not (base.startswith("release") and _DEV_DIR.search(directory))) or _LOG_DIR.search(
