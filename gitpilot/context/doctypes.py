@@ -9,17 +9,17 @@ kinds, in the order they are tried:
 - ``agent_rule``: a rule file written for coding agents (``.claude/rules/``, ``.cursor/rules/``,
   ``.github/instructions/``, ``.github/copilot-instructions.md``, ``.continue/rules`` and
   ``.continue/agents``, ``.windsurf/rules``, ``.clinerules``);
+- ``asset``: text the product itself ships or reads, kept in its source tree: a prompt, a skill
+  or instructions the software hands to a model, a fragment its build includes
+  (``src/agents/memory/prompts/summary.md``, ``packages/cli/src/skills/cli/SKILL.md``): what the
+  program says, not what a contributor follows (a README, an AGENTS.md or a contributing guide
+  there is the directory's own);
 - ``agent_skill``: a skill and the files beside it (``.claude/skills/``, ``.agents/``, any
   ``skills/<name>/`` directory holding a ``SKILL.md``);
 - ``automation``: what the repository's automation reads, not what a contributor follows: issue
   and discussion templates (a form for reporters), and the Markdown sources and prompts of CI
   workflows (``.github/workflows/*.md``: agentic workflows, a bot's prompt), a directory's README
   excepted;
-- ``asset``: text the product itself ships or reads, kept in its source tree: a prompt, a skill
-  or instructions the software hands to a model, a fragment its build includes
-  (``src/agents/memory/prompts/summary.md``, ``packages/cli/src/skills/cli/SKILL.md``): what the
-  program says, not what a contributor follows (a README, an AGENTS.md or a contributing guide
-  there is the directory's own);
 - ``changelog``: release history (``CHANGELOG*``, ``HISTORY``, ``NEWS``, release notes, a
   ``changelogs/`` or ``releases/`` directory, blogs);
 - ``process``: how a change is recorded (the README of a changeset or news-fragment directory);
@@ -54,9 +54,9 @@ from collections.abc import Sequence
 KINDS = (
     "nested",
     "agent_rule",
+    "asset",
     "agent_skill",
     "automation",
-    "asset",
     "changelog",
     "process",
     "contrib",
@@ -96,7 +96,7 @@ _DEV_DIR = re.compile(
 _DEV_NAME = re.compile(r"^(contribut\w*|development|developing|hacking|howtos?|maintainers?|internals|"
                        r"code[-_]?style|style[-_]?guide|conventions)([-_.]|$)")
 # At the root only (``docs/guides/testing.md`` tells users how to test their app): how the project
-# itself is tested, reviewed, built, released, styled, debugged or owned.
+# itself is tested, reviewed, built, styled or debugged.
 _ROOT_DEV_NAME = re.compile(r"^(((unit|e2e|integration)[-_]?)?test(s|ing)|(code[-_]?)?review(s|ing)?|build(ing)?|style|"
                             r"debugging)([-_.]|$)")
 _ROOT_DESIGN_NAME = re.compile(r"^(architecture|design)([-_.]|$)")

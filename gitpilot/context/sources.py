@@ -279,10 +279,9 @@ def _suffix(pattern: str) -> str | None:
 
 
 def excluded_by_default(path: str) -> bool:
-    """Vendored, generated, test-data (below a tests directory: ``_TEST_DIRS``) or translated
-    documentation, or one change's fragment
-    (``.changeset/brave-lions-sing.md``; the directory's README is context) (the default
-    ``files`` skips it)."""
+    """Vendored, generated, test-data (deeper below a tests directory: ``_TEST_DIRS``) or
+    translated documentation, or one change's fragment (``.changeset/brave-lions-sing.md``; the
+    directory's README is context): the default ``files`` skips it."""
     from gitpilot.context.doctypes import is_fragment
 
     if is_fragment(path):
