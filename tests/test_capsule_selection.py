@@ -242,6 +242,27 @@ def test_a_section_whose_heading_names_no_class_takes_the_class_that_matters_mor
     assert "testing convention" in signals
 
 
+def test_the_testing_slot_goes_to_how_tests_are_written_before_how_they_are_run(tmp_path: Path) -> None:
+    """The instruction files say how to run the tests; a change that needs a test needs the rules
+    for writing one."""
+    contributing = (
+        "# Contributing\n\n## Running the tests\n\nRun `make test` before you push; it runs every unit test.\n\n"
+        "## Writing a test\n\nEach regression test names the issue it covers and asserts on the output, "
+        "never on log lines; add it beside the module it tests.\n"
+        + "".join(f"## Topic {i}\n\n" + "Unrelated maintainer notes on the release train. " * 30 + "\n\n"
+                  for i in range(8))
+    )
+    files = {"AGENTS.md": "# Guide\n\nRun `make test` to run the tests.\n", "CONTRIBUTING.md": contributing,
+             **_filler()}
+    root = make_repo(tmp_path / "repo", files)
+    res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
+    relevant = _part(res.text, "## Relevant sections", "## Left out")
+    labels = [ln for ln in relevant.splitlines() if ln.startswith("#### ")]
+    testing = [ln for ln, sig in zip(labels, [ln for ln in relevant.splitlines() if ln.startswith("lines ")],
+                                     strict=True) if "testing convention" in sig]
+    assert testing == ["#### `CONTRIBUTING.md` § Contributing › Writing a test"]
+
+
 def test_a_frozen_copy_of_an_older_version_yields_to_the_current_page(tmp_path: Path) -> None:
     page = "# Settings\n\n## Client\n\nThe client waits `{}` seconds for the handshake (`CLIENT_INIT_TIMEOUT`).\n"
     old = page.format(10) + "If the server never answers, the handshake hangs forever.\n"

@@ -31,6 +31,9 @@ from gitpilot.context.features import Doc
 from gitpilot.context.markdown import Section, range_text, sha256_text
 
 MANIFEST_LEFT_OUT = 400
+_WRITING = re.compile(r"\b(add|adding|write|writing|new|creat\w*|cases?|conventions?|guidelines?|rules|quality|"
+                      r"determinis\w*|assertions?|fixtures?|patterns?)\b", re.I)
+_RUNNING = re.compile(r"\b(run|running|execut\w*|ci)\b", re.I)
 _STEP = re.compile(r"^\s*(step\s*\d+|\d+[.)]|\d+\s*[-:—])", re.I)
 
 
@@ -328,7 +331,14 @@ def _conventions(
                 continue
             for pos, (name, prior) in enumerate(table):
                 if name == cls and prior > 0:
-                    cands.append((prior + weights.CONVENTION_TASK * max(0.0, sec_scores[d][pos]), d, pos))
+                    bonus = 0.0
+                    if cls == "testing":
+                        title = docs[d].smap.sections[pos].title
+                        if _WRITING.search(title):
+                            bonus = weights.CONV_WRITE
+                        elif _RUNNING.search(title):
+                            bonus = -weights.CONV_WRITE
+                    cands.append((prior + bonus + weights.CONVENTION_TASK * max(0.0, sec_scores[d][pos]), d, pos))
         cands.sort(key=lambda x: (-x[0], docs[x[1]].path, x[2]))
         took = 0
         for _score, d, pos in cands:

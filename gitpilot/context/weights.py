@@ -83,6 +83,7 @@ RUNNER_CUT = 0.3
 INTRO_BYTES = 800
 
 CONVENTION_KINDS = frozenset({"contrib", "agent_rule", "agent_skill", "process", "root", "policy"})
+CONV_WRITE = 0.1  # a testing section on writing tests (the instruction files say how to run them), against one on running them
 CONVENTION_TASK = 0.25  # of a convention section's own score for the task, beside its prior
 
 # What a document says about the task; the other signals (its kind, a rule file's link, a
