@@ -175,6 +175,11 @@ class _LazySections:
             self.memo[d] = got
         return got
 
+    def names(self, d: int) -> dict[int, float]:
+        """Each section's part of its score from the task's names (``SectionScores.names``)."""
+        w = next((w for k, w in self.table if k == "s_ids"), 0.0)
+        return {i: w * r["s_ids"] for i, r in enumerate(self.rows[d]) if r.get("s_ids")} if w else {}
+
     def value(self, row: Mapping[str, float], key: str) -> float:
         v = row.get(key, 0.0)
         by = self.by.get(key)

@@ -475,3 +475,30 @@ def test_a_short_document_without_room_for_all_of_it_gives_its_best_sections(
     relevant = _relevant(_build(tmp_path, files, "Webhook queue deliveries fail after rotating the signing secret"))
     assert "Rotate the webhook signing secret with `hooks rotate`" in relevant
     assert "Colours and fonts of the dashboard." not in relevant
+
+
+def test_a_name_the_task_gives_does_not_make_the_rest_of_its_document_look_weak(tmp_path: Path) -> None:
+    """The section that holds the task's name comes first; a section of the same guide that matches
+    the task's words is compared with the best section's words, not with its words and its name."""
+    filler = "".join(
+        f"## Topic {i}\n\n" + f"Notes on the analyzer's internal detail number {i}. " * 30 + "\n\n" for i in range(10)
+    )
+    guide = (
+        "# Analyzer\n\n" + filler
+        + "## Rule groups\n\nThe rule `noUnusedImports` lives in the `correctness` group; a group sets the "
+        "default severity of its rules.\n\n"
+        + "## Placement of new rules\n\nA new rule starts in the nursery group; promoting a rule out of the "
+        "nursery waits for the next minor release.\n\n" + filler.replace("Topic", "Later topic")
+    )
+    # user pages that match the task's words better take what the budget leaves to the runners-up
+    pages = {
+        f"docs/rules/page{i}.md": f"# Stable rules {i}\n\n## Promote a nursery rule {i}\n\n"
+        + "A stable rule was promoted from the nursery group; a promoted rule is stable. " * 8 + "\n"
+        for i in range(3)
+    }
+    files = {".gitpilot.toml": "[leanloop.context]\nmax_excerpt_bytes = 1500\n",
+             "AGENTS.md": "# Guide\n\nKeep diffs small.\n", "crates/analyzer/CONTRIBUTING.md": guide,
+             "crates/analyzer/src/rules.rs": "pub fn noUnusedImports() {}\n", **pages}
+    relevant = _relevant(_build(tmp_path, files, "Promote `noUnusedImports` from the nursery group to a stable rule"))
+    assert "The rule `noUnusedImports` lives in the `correctness` group" in relevant
+    assert "promoting a rule out of the nursery waits for the next minor release" in relevant

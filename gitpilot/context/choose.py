@@ -141,6 +141,7 @@ def choose(
     also list what was not taken)."""
     order = sorted(range(len(docs)), key=lambda d: (-doc_scores[d], docs[d].path))
     best = doc_scores[order[0]] if order else 0.0
+    names = getattr(sec_scores, "names", None)  # (``_NamesLookup``: each section's part of its score from names)
     order = [d for d in order if doc_scores[d] > 0 and doc_scores[d] >= weights.DOC_CUT * best]
     chosen: dict[int, list[tuple[int, int, int]]] = {}  # doc -> (start, end, section)
     reasons: dict[tuple[int, int], str] = {}
@@ -169,7 +170,7 @@ def choose(
         kept = chosen.get(d, [])
         held = sum(lines.bytes(a, b) for a, b, _ in kept)
         picked, cost = _sections(d, doc, lines, sec_scores[d], max_section_bytes, room - used + held,
-                                 reasons, kept)
+                                 reasons, kept, names(d) if names is not None else None)
         if picked and cost >= weights.WHOLE_SHARE * total and used - held + total <= room:
             whole = _cover(doc, lines, max_section_bytes)
             if whole is not None:
@@ -277,13 +278,22 @@ def _sections(
     room: int,
     reasons: dict[tuple[int, int], str],
     held: Sequence[tuple[int, int, int]] = (),
+    names: Mapping[int, float] | None = None,
 ) -> tuple[list[tuple[int, int, int]], int]:
-    """The best sections of one long document that fit ``room`` (with those ``held`` already)."""
+    """The best sections of one long document that fit ``room`` (with those ``held`` already).
+
+    The others come when their score is within ``weights.SECTION_CUT`` of the best section's
+    without what the task's names add to it (``names``: each section's part of its score from
+    them): a name the task gives picks out its section, which comes first, but does not make the
+    rest of the document look weak."""
     secs = doc.smap.sections
     ranked = sorted(range(len(secs)), key=lambda i: (-scores[i], i))
     if not ranked or scores[ranked[0]] <= 0:
         return list(held), sum(lines.bytes(a, b) for a, b, _ in held)
     top = scores[ranked[0]]
+    if names:
+        words = max(scores[i] - names.get(i, 0.0) for i in ranked)
+        top = words if words > 0 else top
     out: list[tuple[int, int, int]] = list(held)
     used = sum(lines.bytes(a, b) for a, b, _ in out)
     for i in ranked:

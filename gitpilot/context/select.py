@@ -155,6 +155,12 @@ class SectionScores(Sequence[list[float]]):
             row = self._rows[d] = _doc_section_scores(self._sigs[d], self._zero)
         return row
 
+    def names(self, d: int) -> dict[int, float]:
+        """Each section's part of its score that the task's names give (``choose`` compares the
+        other sections with the best one's score without it)."""
+        w = W.SECTION.get("s_ids", 0.0)
+        return {p: w * v for p, v in self._sigs[d].ids.items()} if w else {}
+
 
 def _doc_section_scores(sig: DocSignals, zero: float) -> list[float]:
     """One document's section scores (``SectionScores``)."""
