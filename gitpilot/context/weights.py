@@ -80,7 +80,7 @@ RUNNER_DOCS = 30
 RUNNER_CUT = 0.3
 
 # A document sections are taken from brings its introduction (its title's own text) when at most this long.
-INTRO_BYTES = 800
+INTRO_BYTES = 1200
 
 CONVENTION_KINDS = frozenset({"contrib", "agent_rule", "agent_skill", "process", "root", "policy"})
 CONV_WRITE = 0.1  # a testing section on writing tests (the instruction files say how to run them), against one on running them
