@@ -297,6 +297,49 @@ def test_one_search_for_every_name_finds_what_a_search_a_name_finds(tmp_path: Pa
     assert area.Search(root, code, names).result() == one_by_one() != want
 
 
+def test_the_names_searched_within_a_few_directories_are_found_in_the_code_files_alone(tmp_path: Path) -> None:
+    from gitpilot.context import area
+    from gitpilot.redact import is_credential_filename
+
+    code_text = {
+        "src/parse.py": "def parse_config():\n    return fooBar + 1\n",
+        "src/both.py": "fooBarbaz = parse_config\n",
+        "src/dé/naïve.py": "parse_config()\nfooBarbaz\n",  # quoted by git
+        "src/a:b.py": "getFromApi()\n",
+        "lib/deep/er/other.ts": "const MiniMax = getFromApi;\n",
+        "lib/deep/plain.ts": "x\n",
+        "main.py": "MiniMax\n",
+    }
+    # every name, also in files that are not code (tests, docs, examples, a credential-named file,
+    # a quoted name), inside the directories the search is given and beside them
+    other = {
+        "src/tests/test_parse.py": "parse_config fooBar Barbaz getFromApi MiniMax\n",
+        "src/dé/tests/tëst.py": "parse_config fooBarbaz\n",
+        "lib/deep/er/examples/x.ts": "MiniMax getFromApi\n",
+        "docs/guide.md": "parse_config MiniMax\n",
+        "src/README.md": "fooBar getFromApi\n",
+        ".env": "MiniMax\n",
+        "tests/t.py": "Barbaz\n",
+    }
+    root = make_repo(tmp_path / "repo", {**code_text, **other})
+    names = ["parse_config", "fooBar", "Barbaz", "getFromApi", "MiniMax", "nowhere"]
+    paths = sorted({**code_text, **other})
+    code = area.code_files(paths, is_credential_filename)
+    assert code == sorted(code_text)
+    want = area.Search(root, code, names).result()  # each code file named to git
+    assert want["MiniMax"] == ["lib/deep/er/other.ts", "main.py"]
+    assert "\"src/d\\303\\251/na\\303\\257ve.py\"" in want["fooBar"]
+    for limit in (1, 2, 3, 4, 64):
+        within = area.covering(paths, code, limit)
+        assert area._covers(within, code) and len(within) <= max(limit, 1) or within == ["."]
+        assert area.Search(root, code, names, within).result() == want, (limit, within)
+    assert area.covering(paths, code, 64) == ["lib/deep/er/other.ts", "lib/deep/plain.ts", "main.py", "src/a:b.py",
+                                              "src/both.py", "src/dé/naïve.py", "src/parse.py"]
+    assert area.covering(paths, code, 3) == ["lib/deep", "main.py", "src"]  # (lib holds only lib/deep)
+    assert area.covering(paths, code, 2) == ["."]
+    assert not area._covers(["lib", "src"], code)  # main.py: a record with these is not used
+
+
 # --- identifiers found by their lower-case text, checked by their pattern -----------------------
 
 

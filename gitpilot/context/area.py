@@ -38,6 +38,11 @@ K1 = 1.2  # how fast a word's evidence grows with the files that hold it
 NAME_WEIGHT = 2.0  # of one identifier's evidence, against the words' BM25
 MAX_NAMES = 12  # identifiers searched, at most
 MAX_ARG_BYTES = 96_000  # file arguments per git grep
+# Pathspecs of the one git grep of the names, at most: git matches every index entry against every
+# pathspec it is given (3,500 code files named one by one on vercel/ai: ~330 ms of git's CPU), so
+# it searches a few directories that hold them all (``covering``) and only the code files' lines
+# are read.
+GREP_PATHSPECS = 64
 MAX_AREA_FILES = 2000
 _DOC_EXT = (".md", ".mdx", ".markdown", ".rst", ".txt", ".mdc", ".adoc")
 # Parts of a path that are not the code of an area: tests, fixtures, examples, vendored code, docs.
@@ -98,7 +103,8 @@ class Search:
     line ambiguous) is searched for alone from the start. File names are read as git prints them
     (quoted where ``core.quotePath`` says), as a search a name (``git grep -l``) prints them."""
 
-    def __init__(self, root: Path, files: Sequence[str], names: Sequence[str]) -> None:
+    def __init__(self, root: Path, files: Sequence[str], names: Sequence[str],
+                 within: Sequence[str] | None = None) -> None:
         from gitpilot.gitrun import start_git
 
         self.root = root
@@ -106,10 +112,12 @@ class Search:
         self.files = set(files)
         self.procs: list[tuple[str | None, Any]] = []  # (the name of a -l search, or None for -o)
         self.together = [n for n in self.names if ":" not in n]
+        # (``within``: pathspecs that hold every file, and others, whose lines are not read)
+        self.within = within is not None
         if not self.names or not files:
             return
         pats = [a for n in self.together for a in ("-e", n)]
-        for chunk in _chunks(files):
+        for chunk in _chunks(files if within is None else within):
             if pats:
                 self.procs.append((None, start_git(["grep", "-o", *_GREP, *pats, "--", *chunk], root, env=_ENV)))
             for name in self.names:
@@ -121,21 +129,28 @@ class Search:
         out: dict[str, set[str]] = {n: set() for n in self.names}
         # "path:name" lines: no name here has a colon, so only the name printed ends the line
         ends = [(b":" + n.encode("utf-8", "surrogateescape"), n) for n in self.together]
+        ours = self._ours if self.within else None
         for name, proc in self.procs:
             data, _ = proc.communicate()
             if name is not None:
-                out[name].update(_lines(data))
+                out[name].update(p for p in _lines(data) if ours is None or ours(p))
                 continue
             for line in data.split(b"\n"):
                 for end, n in ends:
                     if line.endswith(end):
-                        out[n].add(line[: -len(end)].decode("utf-8", "surrogateescape"))
+                        printed = line[: -len(end)].decode("utf-8", "surrogateescape")
+                        if ours is None or ours(printed):
+                            out[n].add(printed)
                         break
         for name, partners in sorted(overlaps(self.together).items()):
             maybe = sorted(set().union(*(out[b] for b in partners)) - out[name])
             if maybe:
                 out[name].update(self._again(name, maybe))
         return {n: sorted(v) for n, v in out.items()}
+
+    def _ours(self, printed: str) -> bool:
+        """Whether a file git printed (quoted or not, as ``core.quotePath`` says) is one of ours."""
+        return printed in self.files or (printed.startswith('"') and _unquoted(printed) in self.files)
 
     def _again(self, name: str, printed: Sequence[str]) -> list[str]:
         """The files among ``printed`` (as git printed them) that hold ``name``: ``git grep -l``."""
@@ -213,8 +228,51 @@ def _chunks(files: Sequence[str]) -> list[list[str]]:
     return [c for c in out if c]
 
 
-def start(root: Path, files: Sequence[str], ids: Sequence[Identifier]) -> Search:
-    return Search(root, files, names_of(ids))
+def start(root: Path, files: Sequence[str], ids: Sequence[Identifier], within: Sequence[str] | None = None) -> Search:
+    return Search(root, files, names_of(ids), within)
+
+
+def covering(paths: Iterable[str], files: Sequence[str], limit: int = GREP_PATHSPECS) -> list[str]:
+    """At most ``limit`` pathspecs (directories, and files of a directory split up), sorted, whose
+    files among the tracked ``paths`` include every one of ``files`` (a subset of ``paths``), and
+    few others: from the top-level entries that hold one of ``files``, the directory that holds the
+    most other files is replaced by its entries that hold one, while the pathspecs stay within
+    ``limit``. ``["."]`` (the whole tree) when the top level alone holds more."""
+    wanted = set(files)
+    others: dict[str, int] = {}  # directory -> tracked files below it that are not ``files``
+    kids: dict[str, set[str]] = {}  # directory ("" the root) -> its entries that hold one of ``files``
+    for p in paths:
+        parts = p.split("/")
+        if p in wanted:
+            parent = ""
+            for i in range(1, len(parts) + 1):
+                node = "/".join(parts[:i])
+                got = kids.get(parent)
+                if got is None:
+                    kids[parent] = {node}
+                elif node in got:
+                    parent = node
+                    continue
+                else:
+                    got.add(node)
+                parent = node
+        else:
+            for i in range(1, len(parts)):
+                d = "/".join(parts[:i])
+                others[d] = others.get(d, 0) + 1
+    if not wanted:
+        return []
+    specs = set(kids.get("", ()))
+    if len(specs) > limit:
+        return ["."]
+    while True:
+        for _n, d in sorted((-others.get(d, 0), d) for d in specs if d in kids and others.get(d, 0) > 0):
+            if len(specs) - 1 + len(kids[d]) <= limit:
+                specs.discard(d)
+                specs.update(kids[d])
+                break
+        else:
+            return sorted(specs)
 
 
 def word_bags(files: Sequence[str], dirs: Iterable[str]) -> dict[str, dict[str, int]]:
@@ -252,7 +310,7 @@ class TreeCache:
 
     def __init__(self, pilot_dir: Path | None) -> None:
         self.path: Path | None = None
-        self._record: tuple[str, list[str], str, dict[str, dict[str, int]]] = ("", [], "", {})
+        self._record: tuple[str, list[str], str, dict[str, dict[str, int]], list[str]] = ("", [], "", {}, [])
         self._changed = False
         if pilot_dir is None:
             return
@@ -270,12 +328,16 @@ class TreeCache:
     def code_files(self, paths: Sequence[str], is_credential: Any, links: Sequence[str] = ()) -> list[str]:
         """``code_files(paths, is_credential, links)``."""
         key = _digest("paths", paths, "links", sorted(set(links)))
-        if self.path is not None and self._record[0] == key:
+        if self.path is not None and self._record[0] == key and _covers(self._record[4], self._record[1]):
             return list(self._record[1])
         files = code_files(paths, is_credential, links)
-        self._record = (key, files, "", {})
+        self._record = (key, files, "", {}, covering(paths, files))
         self._changed = True
         return list(files)
+
+    def within(self) -> list[str]:
+        """``covering(paths, files)`` of the last ``code_files`` (the pathspecs of the names' search)."""
+        return list(self._record[4])
 
     def word_bags(self, files: Sequence[str], dirs: Iterable[str]) -> dict[str, dict[str, int]]:
         """``word_bags(files, dirs)``."""
@@ -286,7 +348,7 @@ class TreeCache:
             return {d: dict(bag) for d, bag in rec[3].items()}
         bags = word_bags(files, want)
         if rec[1] == list(files):  # kept beside the code files they were counted from
-            self._record = (rec[0], rec[1], key, bags)
+            self._record = (rec[0], rec[1], key, bags, rec[4])
             self._changed = True
         return {d: dict(bag) for d, bag in bags.items()}
 
@@ -303,6 +365,23 @@ class TreeCache:
         self._changed = False
 
 
+def _covers(specs: Sequence[str], files: Sequence[str]) -> bool:
+    """Whether every one of ``files`` is one of the pathspecs ``specs`` or lies below one (a
+    record whose pathspecs would hide a code file from the search is not used)."""
+    if list(specs) == ["."]:
+        return True
+    held = set(specs)
+    for f in files:
+        if f in held:
+            continue
+        i = f.find("/")
+        while i >= 0 and f[:i] not in held:
+            i = f.find("/", i + 1)
+        if i < 0:
+            return False
+    return True
+
+
 def _digest(*parts: str | Sequence[str]) -> str:
     import blake3
 
@@ -315,14 +394,16 @@ def _digest(*parts: str | Sequence[str]) -> str:
 
 
 def _valid_record(got: object) -> bool:
-    if not (isinstance(got, tuple) and len(got) == 4):
+    if not (isinstance(got, tuple) and len(got) == 5):
         return False
-    key, files, bag_key, bags = got
+    key, files, bag_key, bags, within = got
     return (
         isinstance(key, str)
         and isinstance(bag_key, str)
         and isinstance(files, list)
         and all(isinstance(f, str) for f in files)
+        and isinstance(within, list)
+        and all(isinstance(f, str) for f in within)
         and isinstance(bags, dict)
         and all(
             isinstance(d, str) and isinstance(bag, dict)

@@ -247,7 +247,7 @@ def _start_area_search(
 
     links = [p for p, e in inv.entries.items() if e.mode == "120000"]
     code = tree.code_files(list(inv.entries), cred, links)
-    return area.start(root, code, _task_ids(task)), code
+    return area.start(root, code, _task_ids(task), tree.within()), code
 
 
 def _area(
