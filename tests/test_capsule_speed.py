@@ -890,3 +890,67 @@ def test_copies_are_forked_only_for_processors_that_are_not_busy(monkeypatch) ->
     for load, want in ((0.2, 2), (1.0, 2), (1.6, 1), (3.0, 1)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert parallel.workers() == want, load
+
+
+# --- the roles of the index's paths, kept for the paths and options -------------------------------
+
+ROLE_FILES = {
+    "CLAUDE.md": "# Memory\n",
+    "AGENTS.md": "# Agents\n",
+    "pkg/AGENTS.md": "# Nested\n",
+    "CONTRIBUTING.md": "# Contributing\n",
+    "docs/SECURITY.md": "# Security\n",
+    "docs/guide.md": "# Guide\n",
+    "vendor/lib/README.md": "# Vendored\n",
+    ".claude/rules/style.md": "# Style\n",
+    "src/app.py": "print(1)\n",
+}
+
+
+def test_the_roles_kept_for_the_index_paths_are_what_the_names_give(tmp_path: Path) -> None:
+    from gitpilot.config import load
+    from gitpilot.context import sources as S
+    from gitpilot.context.warm import kept_index_roles, options_from
+    from gitpilot.repo import Repo
+
+    root = make_repo(tmp_path / "repo", ROLE_FILES)
+    repo = Repo.discover(root)
+
+    def by_names(inv: S.Inventory, opts: S.Options, memory: str) -> dict[str, list[str]]:
+        assert S.index_roles(inv.entries, opts, memory) == _one_by_one(inv, opts, memory)
+        return _one_by_one(inv, opts, memory)
+
+    def _one_by_one(inv: S.Inventory, opts: S.Options, memory: str) -> dict[str, list[str]]:
+        out = {}
+        for p in inv.entries:
+            roles = (["context"] if S.matches(p, opts.files) and not S.excluded_by_default(p) else [])
+            roles += [memory, "rule"] if S.is_memory_path(p) else []
+            roles += ["rule"] if S.is_rule_name(p, opts) else []
+            roles += ["nested"] if S.nested_dir(p, opts) is not None else []
+            if roles:
+                out[p] = roles
+        return out
+
+    opts = options_from(load(root))
+    inv = S.inventory(repo)
+    want = by_names(inv, opts, "memory")
+    assert want["CLAUDE.md"] == ["context", "memory", "rule"] and "vendor/lib/README.md" not in want
+    assert kept_index_roles(inv, opts, "memory") == want  # worked out, kept
+    kept = sorted((root / ".git" / "pilot" / "plan").glob("tree-*"))
+    assert len(kept) == 1
+    assert kept_index_roles(S.inventory(repo), opts, "memory") == want  # read back
+    # other options (another agent: memory is context), other paths: not the kept answer
+    assert kept_index_roles(inv, opts, "context") == by_names(inv, opts, "context") != want
+    (root / "docs" / "more.md").write_text("# More\n")
+    git(root, "add", "docs/more.md")
+    inv = S.inventory(repo)
+    assert kept_index_roles(inv, opts, "memory") == by_names(inv, opts, "memory") != want
+    for damaged in (b"", b"\x00garbage"):
+        kept[0].write_bytes(damaged)
+        assert kept_index_roles(inv, opts, "memory") == by_names(inv, opts, "memory")
+    # a record that names a path the index does not hold is not used
+    import marshal
+
+    key, roles = marshal.loads(kept[0].read_bytes())
+    kept[0].write_bytes(marshal.dumps((key, {**roles, "docs/gone.md": ["context"]})))
+    assert kept_index_roles(inv, opts, "memory") == by_names(inv, opts, "memory")

@@ -108,7 +108,8 @@ class Inventory:
             self._dirty.update(self.repo.worktree_changed(todo))
 
     def is_dirty(self, path: str) -> bool:
-        self.check_dirty((path,))
+        if path not in self._checked and path in self.entries:  # (``check_dirty`` asks nothing else)
+            self.check_dirty((path,))
         return path in self._dirty or path in self.conflicted
 
     def blob(self, path: str) -> str | None:
@@ -421,8 +422,10 @@ def normalize(base_dir: str, target: str) -> str | None:
 # --- planning (cheap: no file contents) --------------------------------------------------------
 
 
-def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) -> dict[str, Source]:
-    """Every source that the index and a few stats name, with roles, status and blob id."""
+def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object,
+         roles: Callable[[Inventory, Options, str], dict[str, list[str]]] | None = None) -> dict[str, Source]:
+    """Every source that the index and a few stats name, with roles, status and blob id (the
+    index paths' roles from ``roles(inv, opts, memory)`` when given: ``index_roles`` of them)."""
     cred = is_credential
     assert callable(cred)
     sources: dict[str, Source] = {}
@@ -436,16 +439,10 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
     # What Claude Code loads itself (CLAUDE.md, .claude/rules) is its memory: listed, not repeated.
     # Another agent loads none of it, so there it is a rule file like any other, and a candidate.
     memory = "memory" if opts.agent == "claude" else "context"
-    for path in inv.entries:
-        if matches(path, opts.files) and (opts.files_configured or not excluded_by_default(path)):
-            add(path, "context")
-        if is_memory_path(path):
-            add(path, memory)
-            add(path, "rule")
-        if is_rule_name(path, opts):
-            add(path, "rule")
-        if nested_dir(path, opts) is not None:
-            add(path, "nested")
+    named = roles(inv, opts, memory) if roles is not None else index_roles(inv.entries, opts, memory)
+    for path, held in named.items():
+        for role in held:
+            add(path, role)
     for path in opts.instruction_files:
         add(path, "instruction")
         add(path, "rule")
@@ -467,9 +464,30 @@ def plan(root: Path, inv: Inventory, opts: Options, *, is_credential: object) ->
     return dict(sorted(sources.items()))
 
 
+def index_roles(paths: Iterable[str], opts: Options, memory: str) -> dict[str, list[str]]:
+    """The roles index paths have by their names alone (``context`` files, ``memory`` (or
+    ``context`` for an agent other than Claude), rule and nested instruction files), for each
+    path that has one (``warm.kept_index_roles`` keeps them for the index's paths)."""
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        roles: list[str] = []
+        if matches(path, opts.files) and (opts.files_configured or not excluded_by_default(path)):
+            roles.append("context")
+        if is_memory_path(path):
+            roles += (memory, "rule")
+        if is_rule_name(path, opts):
+            roles.append("rule")
+        if nested_dir(path, opts) is not None:
+            roles.append("nested")
+        if roles:
+            out[path] = roles
+    return out
+
+
 def settle(root: Path, inv: Inventory, sources: dict[str, Source], cred: object) -> None:
     """Status and blob id of each source: credential and outside files untouched, ignored ones unread."""
     assert callable(cred)
+    cred = lru_cache(maxsize=None)(cred)  # (asked of a path and of its real path, here and in _set_status)
     res = Resolver(root)
     inv.check_dirty(p for p in sources if not cred(p) and not cred(res.real_path(p) or p))
     for src in sources.values():
