@@ -954,3 +954,23 @@ def test_the_roles_kept_for_the_index_paths_are_what_the_names_give(tmp_path: Pa
     key, roles = marshal.loads(kept[0].read_bytes())
     kept[0].write_bytes(marshal.dumps((key, {**roles, "docs/gone.md": ["context"]})))
     assert kept_index_roles(inv, opts, "memory") == by_names(inv, opts, "memory")
+
+
+def test_a_map_known_to_fit_is_checked_again_by_the_length_of_its_text(tmp_path: Path) -> None:
+    from gitpilot.context.cache import FittingNotes
+    from gitpilot.context.lines import Lines
+    from gitpilot.context.markdown import parse
+
+    text = GUIDE["docs/cache.md"]
+    smap = parse(text)
+    blob, copy = "b" * 40, "c" * 40 + ":0123abcd"
+    first = FittingNotes(tmp_path)
+    assert first.fits(blob, copy, smap, Lines(text)) and first.new  # checked in full, remembered
+    first.save()
+    again = FittingNotes(tmp_path)
+    assert again.fits(blob, copy, smap, Lines(text)) and not again.new  # known: not checked again
+    # the same blob and copy with a text of another length: checked in full (and these lines do not fit)
+    assert not again.fits(blob, copy, smap, Lines(text + "\n## Extra\n\nMore.\n"))
+    assert not again.fits(blob, copy, smap, Lines(text[:-1]))
+    # another copy of the map: checked in full
+    assert again.fits(blob, "c" * 40 + ":ffffffff", smap, Lines(text)) and again.new

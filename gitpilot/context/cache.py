@@ -148,11 +148,13 @@ def _fits(smap: SectionMap, lines: Sequence[str]) -> bool:
 
 
 class FittingNotes:
-    """The (file blob, note blob, crc32 of the parsed copy) triples ``_fits`` accepted, kept on this
-    machine (``<git common dir>/pilot/maps/fitting-<code>``): they name exact bytes, so what fit
-    once always fits, and a new task does not check 750 maps against their files' lines again
-    (vercel/ai: 45,000 sections and the sha256 of each top-level one). Only the line count is
-    checked again. The list is kept per ``code_id`` (a new ``_fits``, a new list); best effort."""
+    """The (file blob, note blob, crc32 of the parsed copy, the text's length) entries ``_fits``
+    accepted, kept on this machine (``<git common dir>/pilot/maps/fitting-<code>``): they name exact
+    bytes, so what fit once always fits, and a new task does not check 750 maps against their
+    files' lines again (vercel/ai: 45,000 sections and the sha256 of each top-level one). Only the
+    text's length is compared again, the cheap guard that the text read is the blob's (its line
+    count, the guard before, was a scan of every file: ~11 ms of a new task on vercel/ai). The list
+    is kept per ``code_id`` (a new ``_fits``, a new list); best effort."""
 
     def __init__(self, pilot_dir: Path | None) -> None:
         self.path = pilot_dir / "maps" / f"fitting-{code_id()[:16]}" if pilot_dir is not None else None
@@ -165,17 +167,18 @@ class FittingNotes:
                 self.known = set()
 
     def fits(self, blob: str, copy: str, smap: SectionMap, lines: Sequence[str]) -> bool:
-        """``_fits(smap, lines)``, from the list when this file blob and map copy (``note:crc`` of
-        the copy's bytes) are on it."""
-        pair = f"{blob}:{copy}" if blob and copy else ""
-        if pair and pair in self.known and smap.line_count == len(lines):
+        """``_fits(smap, lines)``, from the list when this file blob, map copy (``note:crc`` of the
+        copy's bytes) and the length of the text ``lines`` (``lines.Lines``) split are on it."""
+        text = getattr(lines, "text", None)
+        entry = f"{blob}:{copy}:{len(text)}" if blob and copy and isinstance(text, str) else ""
+        if entry and entry in self.known:
             return True  # (a copy's sections are loaded when first looked at: these bytes loaded before)
         try:
             ok = _fits(smap, lines)
         except ValueError:  # a copy whose sections do not load
             ok = False
-        if ok and pair:
-            self.new.add(pair)
+        if ok and entry:
+            self.new.add(entry)
         return ok
 
     def save(self) -> None:
@@ -229,11 +232,11 @@ def read_notes(repo: Repo, oids: Iterable[str], mirror: NoteMirror | None = None
     bytes; with it, the maps they hold (None for a note that is not a map), each note read and
     parsed once on this machine (``NoteMirror``, by the note's own blob id). ``note_ids`` is filled
     with the note blob of each object found."""
-    tip = repo.rev_parse(SECTIONS_REF)
-    if tip is None:
+    proc = repo.git_proc("ls-tree", "-r", "-z", SECTIONS_REF)  # (no notes yet: git says so, and nothing is listed)
+    if proc.returncode != 0:
         return {}
     wanted = set(oids)
-    listing = repo.git("ls-tree", "-r", "-z", tip)
+    listing = proc.stdout
     found: dict[str, str] = {}
     for rec in listing.split(b"\0"):
         meta, _, path = rec.partition(b"\t")
