@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.context import sources
-from gitpilot.context.cache import fingerprint
+from gitpilot.context.cache import code_id, fingerprint
 from gitpilot.context.mandatory import (
     SKIP_STATUSES,
     Files,
@@ -200,7 +200,7 @@ def _candidates(
     }
     linked = linked_documents(pointers, paths)
     frozen = frozen_copies(paths)
-    cache = TermCache(repo.pilot_dir)
+    cache = TermCache(repo.pilot_dir, code_id())
     counts = terms_for_all(cache, [
         (srcs[p].blob, files.maps[p], files.lines[p],
          srcs[p].status == "clean" and not files.maps[p].any_withheld)

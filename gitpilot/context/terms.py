@@ -266,11 +266,13 @@ MAX_PACKS = 8  # with this many packs, the next one holds them all and they go
 
 class TermCache:
     """Per-blob term statistics under ``<git common dir>/pilot/terms/``: one file a blob, or packs
-    of many (``pack-<digest>``: marshal of the layout and a dict of blob -> ``DocTerms.to_bytes``)."""
+    of many (``pack-<digest>``: marshal of the layout and a dict of blob -> ``DocTerms.to_bytes``);
+    with ``code`` (``cache.code_id()``), the tree's record by token (``TreeTerms``) too."""
 
-    def __init__(self, pilot_dir: Path | None) -> None:
+    def __init__(self, pilot_dir: Path | None, code: str = "") -> None:
         self.files = ObjectFiles(pilot_dir / "terms" if pilot_dir is not None else None)
         self.root = self.files.root
+        self.code = code
         self._packed: dict[str, bytes] | None = None
 
     def _pack_names(self) -> list[str]:
@@ -301,17 +303,15 @@ class TermCache:
 
     def _tree_path(self, key_parts: Sequence[str]) -> tuple[str, str] | None:
         """Where the tree's record is, and its key (of ``key_parts``, the blobs, and the code)."""
-        if self.root is None:
+        code = self.code
+        if self.root is None or not code:
             return None
         import blake3
-
-        from gitpilot.context.cache import code_id
 
         h = blake3.blake3()
         for blob in key_parts:
             h.update(blob.encode("ascii", "replace") + b"\n")
-        code = code_id()
-        h.update(code.encode("ascii"))
+        h.update(code.encode("ascii", "replace"))
         return os.path.join(os.path.dirname(os.fspath(self.root)), "postings", f"tree-{code[:16]}"), h.hexdigest()
 
     def tree(self, blobs: Sequence[str], counts: Sequence[int]) -> TreeTerms | None:
@@ -459,9 +459,12 @@ def _u32(data: object) -> array[int] | None:
     return out
 
 
-def _rising(bounds: Sequence[int], last: int) -> bool:
+def _rising(bounds: array[int], last: int) -> bool:
     """Bounds that start at 0, never fall, and end at ``last``."""
-    return bool(bounds) and bounds[0] == 0 and bounds[-1] == last and all(map(operator.le, bounds, bounds[1:]))
+    if not (bounds and bounds[0] == 0 and bounds[-1] == last):
+        return False
+    listed = bounds.tolist()
+    return listed == sorted(listed)  # (never falling: sorted already; a C pass, not a call a pair)
 
 
 def _words(tokens: Sequence[str]) -> tuple[str, array[int]]:
@@ -499,12 +502,15 @@ class TreeTerms:
     not hold together is not used."""
 
     def __init__(self, vocab: str, voffs: array[int], tok_starts: array[int], entries: array[int],
-                 gbounds: array[int], ntoks: array[int], postings: bytes, titles: list[dict[str, list[int]]],
-                 counts: array[int], lengths: array[int], plens: array[int], heads: list[bytes],
-                 hcount: array[int]) -> None:
+                 gbounds: array[int], ntoks: array[int], postings: bytes, tkeys: list[list[str]],
+                 tofs: array[int], tpos: array[int], counts: array[int], lengths: array[int], plens: array[int], heads: list[bytes],
+                 totals: array[int]) -> None:
         self.vocab, self.voffs, self.tok_starts, self.entries = vocab, voffs, tok_starts, entries
-        self.gbounds, self.ntoks, self.postings, self.titles = gbounds, ntoks, postings, titles
-        self.counts, self.lengths, self.plens, self.heads, self.hcount = counts, lengths, plens, heads, hcount
+        self.gbounds, self.ntoks, self.postings = gbounds, ntoks, postings
+        self.tkeys, self.tofs, self.tpos = tkeys, tofs, tpos
+        self.tbase = [0, *accumulate(map(len, tkeys))]
+        self.counts, self.lengths, self.plens, self.heads = counts, lengths, plens, heads
+        self.totals = totals  # each document's title tokens, section tokens and heading-path lengths
         self.sbase = [0, *accumulate(counts)]
         self.bbase = [0, *accumulate(n + 1 for n in ntoks)]
         self.pbase = [0, *accumulate(gbounds[b - 1] for b in self.bbase[1:])]
@@ -516,35 +522,37 @@ class TreeTerms:
         contents', it holds documents with these section counts, and it holds together; else None."""
         import blake3
 
+        # (a head, then the contents: the contents are hashed and read where they lie, not copied)
+        head = _tree_head(key)
+        body = memoryview(data)[len(head) + 32 :]
+        if data[: len(head)] != head or blake3.blake3(body).digest() != data[len(head) : len(head) + 32]:
+            return None
         try:
-            layout, got_key, digest, payload = marshal.loads(data)
-            if layout != (*_LAYOUT, "tree") or got_key != key or not isinstance(payload, bytes):
-                return None
-            if blake3.blake3(payload).hexdigest() != digest:
-                return None
-            fields = marshal.loads(payload)
+            fields = marshal.loads(body)
         except (ValueError, EOFError, TypeError):
             return None
-        if not (isinstance(fields, tuple) and len(fields) == 13):
+        if not (isinstance(fields, tuple) and len(fields) == 15):
             return None
-        (vocab, voffs, tok_starts, entries, gbounds, ntoks, postings, titles, n_secs, lengths, plens, heads,
-         hcount) = fields
+        (vocab, voffs, tok_starts, entries, gbounds, ntoks, postings, tkeys, tofs, tpos, n_secs, lengths, plens,
+         heads, totals) = fields
         if not (isinstance(vocab, str) and isinstance(postings, bytes) and len(postings) % _PAIR == 0
-                and isinstance(titles, list) and len(titles) == len(counts) and all(type(t) is dict for t in titles)
+                and isinstance(tkeys, list) and len(tkeys) == len(counts) and all(type(k) is list for k in tkeys)
                 and isinstance(heads, list) and len(heads) == len(counts) and all(type(h) is bytes for h in heads)):
             return None
-        arrays = [_u32(x) for x in (voffs, tok_starts, entries, gbounds, ntoks, n_secs, lengths, plens, hcount)]
+        arrays = [_u32(x) for x in (voffs, tok_starts, entries, gbounds, ntoks, tofs, tpos, n_secs, lengths, plens,
+                                    totals)]
         if any(a is None for a in arrays):
             return None
-        vo, ts, en, gb, nt, ns, ln, pl, hc = (a if a is not None else array(_CODE) for a in arrays)
+        vo, ts, en, gb, nt, to, tp, ns, ln, pl, hc = (a if a is not None else array(_CODE) for a in arrays)
         n = len(counts)
         if not (_rising(vo, len(vocab)) and len(ts) == len(vo) and len(en) % 2 == 0 and _rising(ts, len(en) // 2)):
             return None
         if not (ns.tolist() == list(counts) and len(nt) == n and len(gb) == sum(nt) + n):
             return None
-        if not (len(ln) == len(pl) == sum(ns) and len(hc) == n):
+        if not (len(ln) == len(pl) == sum(ns) and len(hc) == 3 * n and _rising(to, len(tp))
+                and len(to) == sum(map(len, tkeys)) + 1):
             return None
-        tree = cls(vocab, vo, ts, en, gb, nt, postings, titles, ns, ln, pl, heads, hc)
+        tree = cls(vocab, vo, ts, en, gb, nt, postings, tkeys, to, tp, ns, ln, pl, heads, hc)
         if tree.pbase[-1] != len(postings) // _PAIR:
             return None
         return tree
@@ -565,6 +573,10 @@ class TreeTerms:
                 got = dict(zip(reversed(pairs[0::2]), reversed(pairs[1::2]), strict=True))
             self.tokens[token] = got
         return got
+
+    def title_sections(self, entry: int) -> list[int]:
+        """The sections of a title postings entry (``tkeys``' tokens, one after the other)."""
+        return self.tpos[self.tofs[entry] : self.tofs[entry + 1]].tolist()
 
     def post(self, d: int, place: int) -> array[int]:
         """The postings of the token at ``place`` of document ``d``'s statistics."""
@@ -592,7 +604,7 @@ def tree_record(key: str, docs: Sequence[DocTerms]) -> bytes:
     by_token: dict[str, list[int]] = {}
     get = by_token.get
     ntoks, n_secs, lengths, plens = array(_CODE), array(_CODE), array(_CODE), array(_CODE)
-    hcount = array(_CODE)
+    totals = array(_CODE)
     for d, dt in enumerate(docs):
         names = dt.index.split("\n")[1:-1]
         for place, token in enumerate(names):
@@ -605,7 +617,7 @@ def tree_record(key: str, docs: Sequence[DocTerms]) -> bytes:
         n_secs.append(len(dt.lengths))
         lengths.extend(dt.lengths)
         plens.extend(dt.plens)
-        hcount.append(sum(map(len, dt.headings)))
+        totals.extend((dt.heads_total, dt.length_total, dt.plen_total))
     vocab = sorted(by_token)
     words, voffs = _words(vocab)
     payload = marshal.dumps((
@@ -613,11 +625,19 @@ def tree_record(key: str, docs: Sequence[DocTerms]) -> bytes:
         array(_CODE, [0, *accumulate(len(by_token[t]) // 2 for t in vocab)]).tobytes(),
         array(_CODE, chain.from_iterable(map(by_token.__getitem__, vocab))).tobytes(),
         b"".join(dt.starts for dt in docs), ntoks.tobytes(), b"".join(dt.buffer for dt in docs),
-        [dt.title_postings for dt in docs],
+        [list(dt.title_postings) for dt in docs],
+        array(_CODE, accumulate(chain.from_iterable(map(len, dt.title_postings.values()) for dt in docs),
+                                initial=0)).tobytes(),
+        array(_CODE, chain.from_iterable(chain.from_iterable(dt.title_postings.values()) for dt in docs)).tobytes(),
         n_secs.tobytes(), lengths.tobytes(), plens.tobytes(), [marshal.dumps(dt.headings) for dt in docs],
-        hcount.tobytes(),
+        totals.tobytes(),
     ))
-    return marshal.dumps(((*_LAYOUT, "tree"), key, blake3.blake3(payload).hexdigest(), payload))
+    return _tree_head(key) + blake3.blake3(payload).digest() + payload
+
+
+def _tree_head(key: str) -> bytes:
+    """What a tree's record starts with: its layout and key (then the digest of its contents)."""
+    return marshal.dumps(((*_LAYOUT, "tree"), key))
 
 
 class _Column(Sequence[int]):
@@ -681,6 +701,60 @@ class _Headings(Sequence[list[str]]):
         return iter(self.all())
 
 
+class _Titles(dict[str, list[int]]):
+    """One document's title postings (title token -> its sections, once an occurrence), a dict
+    whose sections are read from the tree's record when a token's are first asked: whether a
+    token is there is the dict's own look-up (every query word of every document asks), the
+    sections only for the few that are. Every other way to its values reads them all first."""
+
+    __slots__ = ("tree",)
+
+    def __init__(self, tree: TreeTerms, d: int) -> None:
+        keys = tree.tkeys[d]
+        # (each token's entry, until its sections are read)
+        super().__init__(zip(keys, range(tree.tbase[d], tree.tbase[d] + len(keys)), strict=True))  # type: ignore[arg-type]
+        self.tree = tree
+
+    def __getitem__(self, token: str) -> list[int]:
+        got: list[int] | int = dict.__getitem__(self, token)
+        if type(got) is int:
+            got = self.tree.title_sections(got)
+            dict.__setitem__(self, token, got)
+        return got  # type: ignore[return-value]
+
+    def _read(self) -> None:
+        for token in dict.__iter__(self):
+            self[token]
+
+    def get(self, token: str, default: object = None) -> object:  # type: ignore[override]
+        return self[token] if token in self else default
+
+    def __iter__(self) -> Iterator[str]:  # (not dict's: a copy then reads each value through __getitem__)
+        return dict.__iter__(self)
+
+    def items(self):  # type: ignore[no-untyped-def]
+        self._read()
+        return dict.items(self)
+
+    def values(self):  # type: ignore[no-untyped-def]
+        self._read()
+        return dict.values(self)
+
+    def copy(self) -> dict[str, list[int]]:
+        self._read()
+        return dict(dict.items(self))
+
+    def __eq__(self, other: object) -> bool:
+        self._read()
+        if isinstance(other, _Titles):
+            other._read()
+        return dict.__eq__(self, other)
+
+    def __repr__(self) -> str:
+        self._read()
+        return dict.__repr__(self)
+
+
 class TreeDocTerms(DocTerms):
     """One document's statistics from the tree's record (``TreeTerms.doc``): what its own
     ``DocTerms`` answers, each part made when first asked."""
@@ -694,10 +768,8 @@ class TreeDocTerms(DocTerms):
         self.lengths = _Column(tree.lengths, a, b - a)  # type: ignore[assignment]
         self.plens = _Column(tree.plens, a, b - a)  # type: ignore[assignment]
         self.headings = _Headings(self, b - a)  # type: ignore[assignment]
-        self.title_postings = tree.titles[d]
-        self.heads_total = tree.hcount[d]
-        self.length_total = sum(tree.lengths[a:b])
-        self.plen_total = sum(tree.plens[a:b])
+        self.title_postings = _Titles(tree, d)
+        self.heads_total, self.length_total, self.plen_total = tree.totals[3 * d : 3 * d + 3]
         self._open = {}
 
     def has(self, token: str) -> bool:
@@ -722,7 +794,7 @@ class TreeDocTerms(DocTerms):
                 held.append((place, token))
         postings = {t: list(self.post(t)) for _place, t in sorted(held)}
         return DocTerms.of(postings, list(self.lengths), [list(h) for h in self.headings], list(self.plens),
-                           self.title_postings)
+                           dict(self.title_postings))
 
     @property
     def postings(self) -> dict[str, list[int]]:
