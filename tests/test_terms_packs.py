@@ -117,6 +117,8 @@ def test_a_tree_record_answers_as_each_document_does(tmp_path: Path) -> None:
     for d, want in enumerate(docs):
         got = tree.doc(d)
         assert all(got.has(w) == want.has(w) and list(got.post(w)) == list(want.post(w)) for w in words)
+        asked = sorted(words) + ["nowhere", "a"]  # (in this order, a word twice)
+        assert got.held(asked) == want.held(asked) == [w for w in asked if want.has(w)]
         assert (list(got.lengths), list(got.plens), got.title_postings) == (want.lengths, want.plens,
                                                                              want.title_postings)
         assert len(got.lengths) == len(want.lengths) and len(got.headings) == len(want.headings)
@@ -189,3 +191,4 @@ def test_a_new_task_reads_the_tree_record_and_a_changed_tree_makes_it_again(tmp_
         _tree_file(root).write_bytes(damaged)
         _forget_capsules(root)
         assert _capsule(root, tasks[1]) == edited
+

@@ -472,10 +472,8 @@ def common_words(query: Mapping[str, float], docs: Sequence[Any]) -> dict[str, f
         return {}
     out = dict.fromkeys(query, 0)
     for d in docs:
-        has = d.terms.has
-        for t in query:
-            if has(t):
-                out[t] += 1
+        for t in d.terms.held(query):
+            out[t] += 1
     return {t: c / len(docs) for t, c in out.items()}
 
 

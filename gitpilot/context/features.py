@@ -238,8 +238,8 @@ class _Matches:
                 heads[t] = heads.get(t, 0) + 2
         self.heads = heads
         body = dict(heads)
-        has, post_of = dt.has, dt.post
-        self.in_text = sorted(t for t in weights if has(t))
+        post_of = dt.post
+        self.in_text = sorted(dt.held(weights))
         for t in sorted(self.in_text, key=lambda t: (post_of(t)[0], t)):
             post = post_of(t)
             body[t] = body.get(t, 0) + sum(post[1::2])

@@ -104,6 +104,10 @@ class DocTerms:
         places = self._places
         return bool(token) and token in (places if places is not None else self._where())
 
+    def held(self, words: Iterable[str]) -> list[str]:
+        """Those of ``words``, in their order, that a section's text holds (``has``)."""
+        return [t for t in words if self.has(t)]
+
     def post(self, token: str) -> Sequence[int]:
         """The postings of ``token`` (empty when no section holds it)."""
         got = self._open.get(token)
@@ -332,12 +336,11 @@ class TermCache:
         where = self._tree_path(blobs) if blobs else None
         if where is None:
             return
-        record = tree_record(where[1], docs)
         from gitpilot.fileio import atomic_write
 
         try:
             os.makedirs(os.path.dirname(where[0]), exist_ok=True)
-            atomic_write(where[0], record)
+            atomic_write(where[0], tree_record(where[1], docs))
         except (OSError, ValueError):
             pass
 
@@ -515,6 +518,7 @@ class TreeTerms:
         self.bbase = [0, *accumulate(n + 1 for n in ntoks)]
         self.pbase = [0, *accumulate(gbounds[b - 1] for b in self.bbase[1:])]
         self.tokens: dict[str, dict[int, int]] = {}  # token -> {document: its place there}
+        self._held: dict[tuple[str, ...], dict[int, list[str]]] = {}
 
     @classmethod
     def read(cls, data: bytes, key: str, counts: Sequence[int]) -> TreeTerms | None:
@@ -572,6 +576,21 @@ class TreeTerms:
                 pairs = self.entries[2 * self.tok_starts[i] : 2 * self.tok_starts[i + 1]]
                 got = dict(zip(reversed(pairs[0::2]), reversed(pairs[1::2]), strict=True))
             self.tokens[token] = got
+        return got
+
+    def held(self, words: tuple[str, ...]) -> dict[int, list[str]]:
+        """For each document, those of ``words``, in their order, that its sections' text holds
+        (worked out once for these words, from the documents of each)."""
+        got = self._held.get(words)
+        if got is None:
+            got = self._held[words] = {}
+            for t in words:
+                for d in self.token_docs(t):
+                    found = got.get(d)
+                    if found is None:
+                        got[d] = [t]
+                    else:
+                        found.append(t)
         return got
 
     def title_sections(self, entry: int) -> list[int]:
@@ -775,6 +794,9 @@ class TreeDocTerms(DocTerms):
     def has(self, token: str) -> bool:
         docs = self._tokens(token)
         return self.d in (docs if docs is not None else self.tree.token_docs(token))
+
+    def held(self, words: Iterable[str]) -> list[str]:
+        return list(self.tree.held(tuple(words)).get(self.d, ()))
 
     def post(self, token: str) -> Sequence[int]:
         got = self._open.get(token)
