@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import posixpath
 import re
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -62,6 +63,31 @@ class Finding:
 
 
 _FLAGS = re.ASCII | re.MULTILINE
+
+
+class _Later:
+    """A pattern compiled the first time it is used: most texts never reach the full patterns
+    (the literals of the formats, or a quick pattern, find nothing in them), and compiling these
+    three costs more than importing the rest of the module (~1, ~1 and ~4-8 ms): every command
+    imports this module, a new capsule redacts its task with it."""
+
+    __slots__ = ("pattern", "flags", "_rx")
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self.pattern, self.flags = pattern, flags
+        self._rx: re.Pattern[str] | None = None
+
+    def rx(self) -> re.Pattern[str]:
+        got = self._rx
+        if got is None:
+            got = self._rx = re.compile(self.pattern, self.flags)
+        return got
+
+    def finditer(self, s: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        return self.rx().finditer(s, pos, endpos)
+
+    def fullmatch(self, s: str) -> re.Match[str] | None:
+        return self.rx().fullmatch(s)
 
 # --- private key blocks -----------------------------------------------------------------
 
@@ -108,7 +134,7 @@ _FORMAT_PARTS = {
     "huggingface_token": rf"(?<![{_W}_])hf_[{_W}]{{34,}}(?![{_W}_])",
     "jwt": (rf"(?<![{_W}_-])eyJ[{_W}_-]{{8,}}\.eyJ[{_W}_-]{{8,}}\.[{_W}_-]{{8,}}(?![{_W}_-])"),
 }
-_FORMATS = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _FORMAT_PARTS.items()), _FLAGS)
+_FORMATS = _Later("|".join(f"(?P<{k}>{p})" for k, p in _FORMAT_PARTS.items()), _FLAGS)
 # Every format match contains one of these literals ("secret" in any ASCII case), so the full
 # patterns only run on the lines that hold one (no pattern spans lines). The lines are found by
 # `bytes.find` over an ASCII copy of the text (`_hint_lines`), several times faster than `re`
@@ -151,7 +177,7 @@ _GENERIC_PARTS = {
         r"""(?:"(?P<spaced__dq>[^"\n]*)"|'(?P<spaced__sq>[^'\n]*)'|(?P<spaced__v>[^\s"'`,;)\]}]+))"""
     ),
 }
-_GENERIC = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _GENERIC_PARTS.items()), _FLAGS)
+_GENERIC = _Later("|".join(f"(?P<{k}>{p})" for k, p in _GENERIC_PARTS.items()), _FLAGS)
 _GENERIC_QUICK = re.compile(
     r"""(?i:pass(?:word|wd|phrase)|secret|token|key)(?:\\?["']?\s*[:=]|[ \t]+[^\s-])|://|(?i:authorization)""",
     _FLAGS,
@@ -169,7 +195,7 @@ _PLACEHOLDERS = frozenset(
         " ignored skipped not blank given supplied defined unavailable"
     ).split()
 )
-_PLACEHOLDER_SHAPE = re.compile(
+_PLACEHOLDER_SHAPE = _Later(
     r"your[_-].*|.*[_-]here|(.)\1*|<.*>|\[.*\]|\{.*\}|%\w+%|.*(?:\.\.\.|…)",
     re.ASCII | re.IGNORECASE | re.DOTALL,
 )
@@ -410,7 +436,7 @@ def _opens_key_block(rest: str, following: list[str]) -> bool:
     return bool(following) and bool(_PEM_BODY_LINE.match(following[0]))
 
 
-def _scan(s: str, quick: re.Pattern[str], full: re.Pattern[str]) -> Iterator[re.Match[str]]:
+def _scan(s: str, quick: re.Pattern[str], full: _Later) -> Iterator[re.Match[str]]:
     """Matches of `full`, searched only on the lines where `quick` hits."""
     pos = 0
     while (hit := quick.search(s, pos)) is not None:

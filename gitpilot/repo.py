@@ -9,8 +9,6 @@ pygit2 is imported lazily for object-level work: building trees and commits, dif
 from __future__ import annotations
 
 import os
-import random
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -374,6 +372,8 @@ class Repo:
                 lock, age = stale
                 raise StaleLock(f"{ref} is locked by {lock}, {age:.0f} s old: a git process that was "
                                 f"killed leaves one behind; if no git is running here, remove it (rm '{lock}')")
+            import random  # (a lost race only: not imported by every command)
+
             time.sleep(min(0.2, 0.002 * (attempt + 1)) * (0.5 + random.random()))
         raise RecordLost(f"could not update {ref}: too many concurrent writers, try again")
 
@@ -487,6 +487,8 @@ class Repo:
                 except FileNotFoundError:
                     pass  # no index yet: start empty
                 except OSError:
+                    import shutil  # (shutil imports the archive modules: only here)
+
                     shutil.copy2(index, tmp)  # keep the mtime: git judges racy entries by it
             yield tmp, {"GIT_INDEX_FILE": tmp}
         finally:

@@ -319,3 +319,21 @@ def test_credential_filename(path: str) -> None:
 @pytest.mark.parametrize("path", ORDINARY_FILES)
 def test_ordinary_filename(path: str) -> None:
     assert not is_credential_filename(path)
+
+
+def test_the_full_patterns_are_compiled_only_for_a_text_that_may_hold_a_secret() -> None:
+    import subprocess
+    import sys
+
+    from conftest import pilot_env
+
+    code = (
+        "from gitpilot import redact as R\n"
+        "assert R.redact('Fix the retry of failed webhooks') == 'Fix the retry of failed webhooks'\n"
+        "assert R._FORMATS._rx is None and R._GENERIC._rx is None and R._PLACEHOLDER_SHAPE._rx is None\n"
+        "assert R.redact('api_key = sk-ant-api03-' + 'a' * 40) != 'x'\n"
+        "assert R._FORMATS._rx is not None and R._GENERIC._rx is not None\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=pilot_env(), capture_output=True, text=True)
+    assert proc.stdout.strip() == "ok", proc.stderr
