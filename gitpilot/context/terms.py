@@ -453,16 +453,7 @@ def terms_for_all(
 # --- the statistics of one tree's candidates, by token -----------------------------------------
 
 
-def _u32(data: object) -> array[int] | None:
-    """Four-byte unsigned integers from ``data`` (None when it is not whole ones)."""
-    if not isinstance(data, bytes) or len(data) % 4:
-        return None
-    out = array(_CODE)
-    out.frombytes(data)
-    return out
-
-
-def _rising(bounds: array[int], last: int) -> bool:
+def _rising(bounds: array[int] | memoryview, last: int) -> bool:
     """Bounds that start at 0, never fall, and end at ``last``."""
     if not (bounds and bounds[0] == 0 and bounds[-1] == last):
         return False
@@ -477,7 +468,7 @@ def _words(tokens: Sequence[str]) -> tuple[str, array[int]]:
     return text, array(_CODE, accumulate(map(len, tokens), lambda at, n: at + n + 1, initial=0))
 
 
-def _find(text: str, bounds: array[int], token: str) -> int | None:
+def _find(text: str, bounds: array[int] | memoryview, token: str) -> int | None:
     """The place of ``token`` among the sorted tokens of ``_words`` (None when it is not there)."""
     lo, hi = 0, len(bounds) - 1
     while lo < hi:
@@ -504,59 +495,63 @@ class TreeTerms:
     digest of its contents, and its counts and bounds are checked when it is read: one that does
     not hold together is not used."""
 
-    def __init__(self, vocab: str, voffs: array[int], tok_starts: array[int], entries: array[int],
-                 gbounds: array[int], ntoks: array[int], postings: bytes, tkeys: list[list[str]],
-                 tofs: array[int], tpos: array[int], counts: array[int], lengths: array[int], plens: array[int], heads: list[bytes],
-                 totals: array[int]) -> None:
-        self.vocab, self.voffs, self.tok_starts, self.entries = vocab, voffs, tok_starts, entries
-        self.gbounds, self.ntoks, self.postings = gbounds, ntoks, postings
-        self.tkeys, self.tofs, self.tpos = tkeys, tofs, tpos
+    def __init__(self, vocab: str, tkeys: list[list[str]], blocks: Sequence[memoryview]) -> None:
+        (self.voffs, self.tok_starts, self.entries, self.gbounds, self.ntoks, self.postings, self.tofs, self.tpos,
+         self.counts, self.lengths, self.plens, self.totals, self.hofs, self.heads) = blocks
+        self.vocab, self.tkeys = vocab, tkeys
         self.tbase = [0, *accumulate(map(len, tkeys))]
-        self.counts, self.lengths, self.plens, self.heads = counts, lengths, plens, heads
-        self.totals = totals  # each document's title tokens, section tokens and heading-path lengths
-        self.sbase = [0, *accumulate(counts)]
-        self.bbase = [0, *accumulate(n + 1 for n in ntoks)]
-        self.pbase = [0, *accumulate(gbounds[b - 1] for b in self.bbase[1:])]
+        # (totals: each document's title tokens, section tokens and heading-path lengths)
+        self.sbase = [0, *accumulate(self.counts)]
+        self.bbase = [0, *accumulate(n + 1 for n in self.ntoks)]
+        self.pbase = [0, *accumulate(self.gbounds[b - 1] for b in self.bbase[1:])]
         self.tokens: dict[str, dict[int, int]] = {}  # token -> {document: its place there}
         self._held: dict[tuple[str, ...], dict[int, list[str]]] = {}
 
     @classmethod
     def read(cls, data: bytes, key: str, counts: Sequence[int]) -> TreeTerms | None:
         """The record in ``data`` when it is this layout's, for ``key``, its digest is its
-        contents', it holds documents with these section counts, and it holds together; else None."""
+        contents', it holds documents with these section counts, and it holds together; else None.
+        Its columns are read where they lie in ``data`` (views of it), not copied."""
         import blake3
 
-        # (a head, then the contents: the contents are hashed and read where they lie, not copied)
         head = _tree_head(key)
         body = memoryview(data)[len(head) + 32 :]
         if data[: len(head)] != head or blake3.blake3(body).digest() != data[len(head) : len(head) + 32]:
             return None
         try:
-            fields = marshal.loads(body)
+            size = int.from_bytes(body[:4], sys.byteorder)
+            meta = marshal.loads(body[4 : 4 + size])
         except (ValueError, EOFError, TypeError):
             return None
-        if not (isinstance(fields, tuple) and len(fields) == 15):
+        if not (isinstance(meta, tuple) and len(meta) == 3):
             return None
-        (vocab, voffs, tok_starts, entries, gbounds, ntoks, postings, tkeys, tofs, tpos, n_secs, lengths, plens,
-         heads, totals) = fields
-        if not (isinstance(vocab, str) and isinstance(postings, bytes) and len(postings) % _PAIR == 0
-                and isinstance(tkeys, list) and len(tkeys) == len(counts) and all(type(k) is list for k in tkeys)
-                and isinstance(heads, list) and len(heads) == len(counts) and all(type(h) is bytes for h in heads)):
-            return None
-        arrays = [_u32(x) for x in (voffs, tok_starts, entries, gbounds, ntoks, tofs, tpos, n_secs, lengths, plens,
-                                    totals)]
-        if any(a is None for a in arrays):
-            return None
-        vo, ts, en, gb, nt, to, tp, ns, ln, pl, hc = (a if a is not None else array(_CODE) for a in arrays)
+        vocab, tkeys, sizes = meta
         n = len(counts)
-        if not (_rising(vo, len(vocab)) and len(ts) == len(vo) and len(en) % 2 == 0 and _rising(ts, len(en) // 2)):
+        if not (isinstance(vocab, str) and isinstance(tkeys, list) and len(tkeys) == n
+                and all(type(k) is list for k in tkeys) and isinstance(sizes, list) and len(sizes) == 14
+                and all(type(x) is int and x >= 0 for x in sizes)):
+            return None
+        at = 4 + size + (-(4 + size)) % 4
+        blocks = []
+        for i, length in enumerate(sizes):
+            view = body[at : at + length]
+            at += length
+            blocks.append(view if i in (5, 13) else view.cast("I" if _CODE == "I" else "L") if length % 4 == 0 else None)
+        if at != len(body) or any(v is None for v in blocks):
+            return None
+        vo, ts, en, gb, nt, postings, to, tp, ns, ln, pl, totals, ho, heads = blocks
+        assert vo is not None and ts is not None and en is not None and gb is not None and nt is not None
+        assert postings is not None and to is not None and tp is not None and ns is not None
+        assert ln is not None and pl is not None and totals is not None and ho is not None and heads is not None
+        if not (_rising(vo, len(vocab)) and len(ts) == len(vo) and len(en) % 2 == 0 and _rising(ts, len(en) // 2)
+                and len(postings) % _PAIR == 0):
             return None
         if not (ns.tolist() == list(counts) and len(nt) == n and len(gb) == sum(nt) + n):
             return None
-        if not (len(ln) == len(pl) == sum(ns) and len(hc) == 3 * n and _rising(to, len(tp))
-                and len(to) == sum(map(len, tkeys)) + 1):
+        if not (len(ln) == len(pl) == sum(ns) and len(totals) == 3 * n and _rising(to, len(tp))
+                and len(to) == sum(map(len, tkeys)) + 1 and len(ho) == n + 1 and _rising(ho, len(heads))):
             return None
-        tree = cls(vocab, vo, ts, en, gb, nt, postings, tkeys, to, tp, ns, ln, pl, heads, hc)
+        tree = cls(vocab, tkeys, [vo, ts, en, gb, nt, postings, to, tp, ns, ln, pl, totals, ho, heads])
         if tree.pbase[-1] != len(postings) // _PAIR:
             return None
         return tree
@@ -608,7 +603,7 @@ class TreeTerms:
     def headings(self, d: int) -> list[list[str]]:
         """Each section's title tokens, of document ``d``."""
         try:
-            got = marshal.loads(self.heads[d])
+            got = marshal.loads(self.heads[self.hofs[d] : self.hofs[d + 1]])
         except (ValueError, EOFError, TypeError):
             got = None
         if not (isinstance(got, list) and len(got) == self.counts[d]):
@@ -639,18 +634,22 @@ def tree_record(key: str, docs: Sequence[DocTerms]) -> bytes:
         totals.extend((dt.heads_total, dt.length_total, dt.plen_total))
     vocab = sorted(by_token)
     words, voffs = _words(vocab)
-    payload = marshal.dumps((
-        words, voffs.tobytes(),
+    heads = [marshal.dumps(dt.headings) for dt in docs]
+    blocks = [
+        voffs.tobytes(),
         array(_CODE, [0, *accumulate(len(by_token[t]) // 2 for t in vocab)]).tobytes(),
         array(_CODE, chain.from_iterable(map(by_token.__getitem__, vocab))).tobytes(),
         b"".join(dt.starts for dt in docs), ntoks.tobytes(), b"".join(dt.buffer for dt in docs),
-        [list(dt.title_postings) for dt in docs],
         array(_CODE, accumulate(chain.from_iterable(map(len, dt.title_postings.values()) for dt in docs),
                                 initial=0)).tobytes(),
         array(_CODE, chain.from_iterable(chain.from_iterable(dt.title_postings.values()) for dt in docs)).tobytes(),
-        n_secs.tobytes(), lengths.tobytes(), plens.tobytes(), [marshal.dumps(dt.headings) for dt in docs],
-        totals.tobytes(),
-    ))
+        n_secs.tobytes(), lengths.tobytes(), plens.tobytes(), totals.tobytes(),
+        array(_CODE, accumulate(map(len, heads), initial=0)).tobytes(), b"".join(heads),
+    ]
+    # (the words, the title tokens and each block's size, then the blocks, from a four-byte bound)
+    meta = marshal.dumps((words, [list(dt.title_postings) for dt in docs], [len(b) for b in blocks]))
+    pad = b"\0" * ((-(4 + len(meta))) % 4)
+    payload = b"".join([len(meta).to_bytes(4, sys.byteorder), meta, pad, *blocks])
     return _tree_head(key) + blake3.blake3(payload).digest() + payload
 
 
@@ -664,7 +663,7 @@ class _Column(Sequence[int]):
 
     __slots__ = ("col", "base", "size", "_own")
 
-    def __init__(self, col: array[int], base: int, size: int) -> None:
+    def __init__(self, col: array[int] | memoryview, base: int, size: int) -> None:
         self.col, self.base, self.size = col, base, size
         self._own: list[int] | None = None
 
