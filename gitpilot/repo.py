@@ -18,6 +18,8 @@ from pathlib import Path
 from gitpilot.errors import PilotError, RecordLost, StaleLock
 from gitpilot.gitrun import clean_env, first_line, run_git
 
+_LISTING = "ls-files-s-z/1"  # the kept index listing's format (``Repo.index_listing``)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pygit2 cost import time on hot paths
     from typing import Any
@@ -255,7 +257,7 @@ class Repo:
         submodules included. Paths are exact: bytes that are not UTF-8 stay surrogate escapes."""
         # Decoded whole, once: the fields are ASCII and a path's bytes never run into the tab or
         # NUL around it, so each path comes out as its own surrogateescape decoding would.
-        out = self.git("ls-files", "-s", "-z").decode("utf-8", "surrogateescape")
+        out = self.index_listing().decode("utf-8", "surrogateescape")
         entries: list[IndexEntry] = []
         add, make = entries.append, IndexEntry._make
         for rec in out.split("\0"):
@@ -264,6 +266,42 @@ class Repo:
                 mode, oid, stage = meta.split(" ")
                 add(make((path, mode, oid, stage)))
         return entries
+
+    def index_listing(self) -> bytes:
+        """``git ls-files -s -z``: what git lists depends on the index file alone, so it is kept
+        on this machine beside the index file's signature (``<git dir>/pilot/index-listing``:
+        size, mtime, inode, mode; git replaces the index through a lock file and a rename, never
+        in place, so a rewrite gives it a new inode, as the capsule's stamp relies on too). The
+        signature is taken before git reads the index: a change while it lists leaves a listing
+        that is never used. Best effort; a record that does not load is not used."""
+        import marshal
+
+        index = self.git_dir / "index"
+        try:
+            st = os.lstat(index)
+            sig = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode]
+        except OSError:
+            sig = []
+        kept = self.git_dir / "pilot" / "index-listing"
+        if sig:
+            try:
+                with open(kept, "rb") as fh:
+                    got = marshal.load(fh)
+                if isinstance(got, tuple) and len(got) == 3 and got[0] == _LISTING and got[1] == sig \
+                        and isinstance(got[2], bytes):
+                    return got[2]
+            except (OSError, EOFError, ValueError, TypeError):
+                pass
+        out = self.git("ls-files", "-s", "-z")
+        if sig:
+            from gitpilot.fileio import atomic_write
+
+            try:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(kept, marshal.dumps((_LISTING, sig, out)))
+            except OSError:
+                pass
+        return out
 
     def worktree_changed(self, paths: Sequence[str]) -> set[str]:
         """Which of the tracked ``paths`` differ from the index (``git diff-files``, literal paths).

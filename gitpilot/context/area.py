@@ -383,13 +383,14 @@ def _covers(specs: Sequence[str], files: Sequence[str]) -> bool:
 
 
 def _digest(*parts: str | Sequence[str]) -> str:
+    """blake3 over each part's items, each ended by a NUL, each part by \\1 (the bytes hashed
+    at once: one encoding, not one a path)."""
     import blake3
 
     h = blake3.blake3()
     for part in parts:
-        for item in [part] if isinstance(part, str) else part:
-            h.update(item.encode("utf-8", "surrogateescape") + b"\0")
-        h.update(b"\1")
+        items = [part] if isinstance(part, str) else part
+        h.update(("\0".join(items) + ("\0\1" if items else "\1")).encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
 
