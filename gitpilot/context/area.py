@@ -166,7 +166,9 @@ class Search:
         return found
 
 
-_GREP = ("-I", "-F", "--no-color")
+# One thread: git's default (several) costs more CPU for the same search (vercel/ai: ~54 -> ~47 ms),
+# and the search runs beside the build, which takes longer than it either way.
+_GREP = ("-I", "-F", "--no-color", "--threads=1")
 _ENV = {"GIT_LITERAL_PATHSPECS": "1"}
 
 
