@@ -164,6 +164,7 @@ class Repo:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self._pg: pygit2.Repository | None = None
+        self.last_index_listing = b""  # what the last ``index_entries`` read (``index_listing``)
 
     # -- discovery -----------------------------------------------------------------
     @classmethod
@@ -257,7 +258,9 @@ class Repo:
         submodules included. Paths are exact: bytes that are not UTF-8 stay surrogate escapes."""
         # Decoded whole, once: the fields are ASCII and a path's bytes never run into the tab or
         # NUL around it, so each path comes out as its own surrogateescape decoding would.
-        out = self.index_listing().decode("utf-8", "surrogateescape")
+        raw = self.index_listing()
+        self.last_index_listing = raw  # (the listing these entries come from: ``warm._tracked_digest``)
+        out = raw.decode("utf-8", "surrogateescape")
         entries: list[IndexEntry] = []
         add, make = entries.append, IndexEntry._make
         for rec in out.split("\0"):

@@ -78,6 +78,7 @@ class Inventory:
     repo: Repo
     entries: dict[str, IndexEntry]
     conflicted: frozenset[str]
+    listing: bytes = b""  # what git listed of the index (``Repo.index_listing``), the entries' source
     _dirty: set[str] = field(default_factory=set)
     _checked: set[str] = field(default_factory=set)
     _hashed: dict[str, str | None] = field(default_factory=dict)
@@ -223,7 +224,7 @@ def inventory(repo: Repo) -> Inventory:
             conflicted.add(path)
         if ent.mode != "160000":
             entries[path] = ent
-    return Inventory(repo, entries, frozenset(conflicted))
+    return Inventory(repo, entries, frozenset(conflicted), repo.last_index_listing)
 
 
 # --- path rules -------------------------------------------------------------------------------

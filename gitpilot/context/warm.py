@@ -168,9 +168,13 @@ def kept_index_roles(inv: sources.Inventory, opts: sources.Options, memory: str)
 def _tracked_digest(inv: sources.Inventory) -> str:
     """blake3 over every index entry's path, mode and blob id: the task's code area is worked out
     from the tracked files (their paths, and the names found in them), so a file added, moved or
-    changed in the index makes a stored capsule stale even where no context file changed."""
+    changed in the index makes a stored capsule stale even where no context file changed. Over
+    what git listed of the index, when the inventory has it (every entry's mode, blob id, stage
+    and path, the same listing its entries come from: one hash of its bytes)."""
     import blake3
 
+    if inv.listing:
+        return "index:" + blake3.blake3(inv.listing).hexdigest()
     entries = inv.entries
     listing = "".join(f"{p}\0{entries[p].mode}\0{entries[p].oid}\n" for p in sorted(entries))
     return blake3.blake3(listing.encode("utf-8", "surrogateescape")).hexdigest()
