@@ -1015,3 +1015,36 @@ def test_the_index_listing_and_stat_data_kept_are_what_the_index_holds_now(tmp_p
         Path(kept_stats).write_bytes(damaged)
         assert repo.index_listing() == listed()
         assert indexstat.read_stats(index, more, kept_stats) == indexstat.read_stats(index, more)
+
+
+def test_the_map_copies_of_a_tree_are_read_from_one_pack_and_a_damaged_pack_is_not_trusted(tmp_path: Path) -> None:
+    from gitpilot.context.cache import NoteMirror
+    from gitpilot.context.markdown import parse
+
+    root = make_repo(tmp_path / "repo", GUIDE)
+    task = "Entries should expire after five minutes: change `expire_entries`"
+    fresh = _capsule(root, task, use_cache=False)
+    for _ in range(3):  # parsed and noted, the notes read and copied, the copies read and packed
+        _forget_capsules(root)
+        assert _capsule(root, task) == fresh
+    packs = sorted((root / ".git" / "pilot" / "maps").glob("pack-*"))
+    assert len(packs) == 1
+    made = packs[0].stat().st_mtime_ns
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh and packs[0].stat().st_mtime_ns == made  # read, not written
+    # the pack's copies are the notes' maps, each checked as its own file's copy would be
+    notes = sorted(p.parent.name + p.name for p in (root / ".git" / "pilot" / "maps").glob("??/*"))
+    mirror = NoteMirror(root / ".git" / "pilot")
+    assert mirror.open_pack(notes) and sorted(mirror.packed) == notes
+    assert not NoteMirror(root / ".git" / "pilot").open_pack(notes[:-1])  # another tree's notes
+    assert _maps(root, "docs/cache.md") == (parse(GUIDE["docs/cache.md"]), 0)
+    _forget_capsules(root)
+    assert _capsule(root, task) == fresh
+    # damaged: a byte of a copy (its crc no longer one known to fit: checked in full, parsed
+    # again), a cut pack (not used): the maps and the capsule are what a fresh build gives
+    data = packs[0].read_bytes()
+    for damaged in (data[:-40] + bytes(b ^ 0x5A for b in data[-40:]), data[: len(data) // 2], b""):
+        packs[0].write_bytes(damaged)
+        assert _maps(root, "docs/cache.md")[0] == parse(GUIDE["docs/cache.md"])
+        _forget_capsules(root)
+        assert _capsule(root, task) == fresh

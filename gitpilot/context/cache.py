@@ -254,7 +254,11 @@ def read_notes(repo: Repo, oids: Iterable[str], mirror: NoteMirror | None = None
         return {o: b for o, b in zip(names, bodies, strict=True) if b is not None}
     from gitpilot.context.markdown import SectionMap
 
+    notes = sorted(set(found.values()))
+    packed = mirror.open_pack(notes)
     out: dict[str, Any] = {o: mirror.get(found[o]) for o in names}
+    if not packed and all(out[o] is not None for o in names):
+        mirror.save_pack(notes)  # (every copy read one by one: kept together for the next task)
     todo = [o for o in names if out[o] is None]
     for o, body in zip(todo, repo.cat_file_batch([found[o] for o in todo]), strict=True):
         if body is None:
@@ -278,16 +282,74 @@ class NoteMirror:
 
         self.files = ObjectFiles(pilot_dir / "maps" if pilot_dir is not None else None)
         self.digests: dict[str, str] = {}  # note id -> crc32 of the copy read or written (``FittingNotes``)
+        self.packed: dict[str, memoryview] = {}  # note id -> its copy, from the tree's pack
+        self.read: dict[str, bytes | memoryview] = {}  # note id -> the copy's bytes, as read
+
+    def _pack_path(self) -> str | None:
+        base = self.files._base
+        return os.path.join(base, f"pack-{code_id()[:16]}") if base else None
+
+    def open_pack(self, notes: Sequence[str]) -> bool:
+        """Read the copies of ``notes`` (sorted note ids, a tree's) from the one file they were
+        kept together in (``save_pack``), when it holds exactly these notes: one read for a new
+        task on the same tree, not one a note (vercel/ai: 750). Each copy is then checked as a copy
+        read from its own file is (its crc32 against the entries known to fit; loaded or not)."""
+        path = self._pack_path()
+        if path is None or not notes:
+            return False
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return False
+        head = _pack_head(notes)
+        view = memoryview(data)
+        n = len(notes)
+        if data[: len(head)] != head or len(data) < len(head) + 4 * (n + 1):
+            return False
+        from array import array
+
+        ends = array("I")
+        if ends.itemsize != 4:
+            return False
+        ends.frombytes(view[len(head) : len(head) + 4 * (n + 1)])
+        at = len(head) + 4 * (n + 1)
+        listed = ends.tolist()
+        if listed[0] != 0 or listed[-1] != len(data) - at or listed != sorted(listed):
+            return False
+        self.packed = {note: view[at + listed[i] : at + listed[i + 1]] for i, note in enumerate(notes)}
+        return True
+
+    def save_pack(self, notes: Sequence[str]) -> None:
+        """Keep the copies of ``notes`` just read together in one file (best effort)."""
+        path = self._pack_path()
+        if path is None or not all(note in self.read for note in notes):
+            return
+        from array import array
+
+        from gitpilot.fileio import atomic_write
+
+        parts = [bytes(self.read[note]) for note in notes]
+        ends = array("I", [0])
+        for part in parts:
+            ends.append(ends[-1] + len(part))
+        try:
+            atomic_write(path, b"".join([_pack_head(notes), ends.tobytes(), *parts]))
+        except (OSError, ValueError, OverflowError):
+            pass
 
     def get(self, oid: str) -> SectionMap | None:
         from gitpilot.context.markdown import map_from_marshal
 
-        data = self.files.read(oid)
+        data: bytes | memoryview | None = self.packed.get(oid)
+        if data is None:
+            data = self.files.read(oid)
         # (its sections are checked when first looked at: ``FittingNotes.fits`` does unless these
         # exact bytes fit before)
         smap = None if data is None else map_from_marshal(data, check=False)
         if data is not None and smap is not None:
             self.digests[oid] = _crc(data)
+            self.read[oid] = data
         return smap
 
     def put(self, oid: str, smap: SectionMap) -> None:
@@ -299,7 +361,14 @@ class NoteMirror:
         self.files.write(oid, data)
 
 
-def _crc(data: bytes) -> str:
+def _pack_head(notes: Sequence[str]) -> bytes:
+    """A maps pack's head: its layout, and the digest of the note ids it holds, in order."""
+    import blake3
+
+    return b"maps-pack/1\0" + blake3.blake3("\n".join(notes).encode("ascii", "replace")).digest()
+
+
+def _crc(data: bytes | memoryview) -> str:
     import zlib
 
     return format(zlib.crc32(data), "08x")

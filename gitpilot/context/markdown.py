@@ -211,7 +211,7 @@ def map_to_marshal(smap: SectionMap) -> bytes:
     return marshal.dumps((_COPY, smap.line_count, smap.count, smap.any_withheld, smap.always, smap.columns, rows))
 
 
-def map_from_marshal(data: bytes, *, check: bool = True) -> SectionMap | None:
+def map_from_marshal(data: bytes | memoryview, *, check: bool = True) -> SectionMap | None:
     """A map written by ``map_to_marshal`` (None when it is not one this version wrote). With
     ``check``, its rows are loaded and checked now; without, on the first look at its sections (for
     bytes known to be a copy that loaded: ``cache.FittingNotes``)."""
