@@ -27,21 +27,11 @@ _EXTENDED = 0x4000
 _NAME_MASK = 0x0FFF
 
 
-def read_stats(index_path: str, wanted: Iterable[str], kept: str | None = None) -> dict[str, tuple[int, ...]] | None:
+def read_stats(index_path: str, wanted: Iterable[str]) -> dict[str, tuple[int, ...]] | None:
     """The stat data the index holds for the ``wanted`` paths (of stage 0, without flags), with
     the index file's own modification time (whole seconds) under the key ``""``; None when the
-    file cannot be read as an index of version 2, 3 or 4.
-
-    With ``kept`` (a file name), the answer is kept there beside the index file's signature
-    (size, mtime, inode, mode: git rewrites the index through a lock file and a rename, never in
-    place, so a rewrite gives it a new inode) and the paths asked, and given again for the same
-    index and paths among those without reading the index (vercel/ai: 8,066 entries, ~5 ms)."""
-    paths = list(wanted)
-    if kept is not None:
-        got = _kept_stats(index_path, kept, paths)
-        if got is not None:
-            return got
-    want = {p.encode("utf-8", "surrogateescape") for p in paths}
+    file cannot be read as an index of version 2, 3 or 4."""
+    want = {p.encode("utf-8", "surrogateescape") for p in wanted}
     try:
         with open(index_path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -62,51 +52,7 @@ def read_stats(index_path: str, wanted: Iterable[str], kept: str | None = None) 
         fields = _ENTRY.unpack_from(data, at)
         if not fields[11] & ~_NAME_MASK:  # stage 0, no assume-valid or extended flags
             out[name.decode("utf-8", "surrogateescape")] = fields[:10]
-    if kept is not None:
-        _keep_stats(kept, [st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode], paths, out)
     return out
-
-
-_KEPT = "index-stats/1"
-
-
-def _kept_stats(index_path: str, kept: str, paths: list[str]) -> dict[str, tuple[int, ...]] | None:
-    """``read_stats`` from ``kept`` when it was made for this index file and these paths (among
-    more), else None."""
-    import marshal
-
-    try:
-        st = os.lstat(index_path)
-        with open(kept, "rb") as fh:
-            got = marshal.load(fh)
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if not (isinstance(got, tuple) and len(got) == 4 and got[0] == _KEPT
-            and got[1] == [st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode]):
-        return None
-    asked, stats = got[2], got[3]
-    if not (isinstance(asked, list) and isinstance(stats, dict) and "" in stats) or not set(paths) <= set(asked):
-        return None
-    out: dict[str, tuple[int, ...]] = {"": stats[""]}
-    for p in paths:
-        rec = stats.get(p)
-        if rec is not None:
-            out[p] = rec
-    if not all(isinstance(v, tuple) and all(type(x) is int for x in v) for v in out.values()):
-        return None
-    return out
-
-
-def _keep_stats(kept: str, sig: list[int], paths: list[str], stats: dict[str, tuple[int, ...]]) -> None:
-    import marshal
-
-    from gitpilot.fileio import atomic_write
-
-    try:
-        os.makedirs(os.path.dirname(kept), exist_ok=True)
-        atomic_write(kept, marshal.dumps((_KEPT, sig, paths, stats)))
-    except (OSError, ValueError):
-        pass
 
 
 def _entries(data: bytes, count: int, want: set[bytes], version: int) -> dict[bytes, int] | None:
@@ -166,11 +112,11 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     return value, pos
 
 
-def unchanged(root: str, index_path: str, paths: Sequence[str], kept: str | None = None) -> set[str]:
+def unchanged(root: str, index_path: str, paths: Sequence[str]) -> set[str]:
     """Those of the tracked ``paths`` that git would call unchanged from their stat data alone:
     regular files whose ``lstat`` matches the index's record field for field, last changed before
-    the second the index was written (the index's records kept in ``kept``: ``read_stats``)."""
-    stats = read_stats(index_path, paths, kept)
+    the second the index was written."""
+    stats = read_stats(index_path, paths)
     if stats is None:
         return set()
     (index_second,) = stats[""]

@@ -979,26 +979,19 @@ def test_a_map_known_to_fit_is_checked_again_by_the_length_of_its_text(tmp_path:
 # --- what git lists of the index, and the index's stat data, kept for the index file ------------
 
 
-def test_the_index_listing_and_stat_data_kept_are_what_the_index_holds_now(tmp_path: Path) -> None:
-    from gitpilot import indexstat
+def test_the_index_listing_kept_is_what_git_lists_of_the_index_now(tmp_path: Path) -> None:
     from gitpilot.repo import Repo
 
     root = make_repo(tmp_path / "repo", FILES)
     repo = Repo.discover(root)
     kept_list = root / ".git" / "pilot" / "index-listing"
-    kept_stats = str(root / ".git" / "pilot" / "index-stats")
-    index = str(root / ".git" / "index")
 
     def listed() -> bytes:
         return git(root, "ls-files", "-s", "-z").encode("utf-8", "surrogateescape")
 
-    paths = sorted(FILES)
     assert repo.index_listing() == listed() and kept_list.exists()
     made = kept_list.stat().st_mtime_ns
     assert repo.index_listing() == listed() and kept_list.stat().st_mtime_ns == made  # read back
-    want = indexstat.read_stats(index, paths)
-    assert want is not None and indexstat.read_stats(index, paths, kept_stats) == want  # worked out, kept
-    assert indexstat.read_stats(index, paths[:2], kept_stats) == {k: want[k] for k in ["", *paths[:2]]}
     # the index changes (a file added, one removed, one edited and staged): listed again
     (root / "src" / "more.py").write_text("x = 1\n")
     (root / "docs" / "guide.md").write_text("# Guide\n\nEdited.\n")
@@ -1006,15 +999,9 @@ def test_the_index_listing_and_stat_data_kept_are_what_the_index_holds_now(tmp_p
     git(root, "rm", "-q", "--cached", "AGENTS.md")
     assert repo.index_listing() == listed() != b""
     assert b"src/more.py" in repo.index_listing() and b"AGENTS.md" not in repo.index_listing()
-    more = [*paths, "src/more.py"]
-    assert indexstat.read_stats(index, more, kept_stats) == indexstat.read_stats(index, more) != want
-    # paths not asked before, or a damaged record: read from the index itself
-    assert indexstat.read_stats(index, [*more, "docs/new.md"], kept_stats) == indexstat.read_stats(index, more)
     for damaged in (b"", b"\x00garbage"):
         kept_list.write_bytes(damaged)
-        Path(kept_stats).write_bytes(damaged)
         assert repo.index_listing() == listed()
-        assert indexstat.read_stats(index, more, kept_stats) == indexstat.read_stats(index, more)
 
 
 def test_the_map_copies_of_a_tree_are_read_from_one_pack_and_a_damaged_pack_is_not_trusted(tmp_path: Path) -> None:

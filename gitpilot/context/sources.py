@@ -103,8 +103,7 @@ class Inventory:
             # index's stat data shows unchanged are not named at all (``indexstat``)
             from gitpilot.indexstat import unchanged
 
-            same = unchanged(str(self.root), str(self.repo.git_dir / "index"), todo,
-                             str(self.repo.git_dir / "pilot" / "index-stats"))
+            same = unchanged(str(self.root), str(self.repo.git_dir / "index"), todo)
             todo = [p for p in todo if p not in same]
         if todo:
             self._dirty.update(self.repo.worktree_changed(todo))
