@@ -226,7 +226,7 @@ def _cached_doc(cache: Path | None, data: bytes) -> dict[str, Any] | None:
 
     try:
         with open(cache, "rb") as fh:
-            kept = marshal.load(fh)
+            kept = marshal.loads(fh.read())
     except (OSError, ValueError, EOFError, TypeError):
         return None
     if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == data and isinstance(kept[1], dict):

@@ -289,7 +289,7 @@ class Repo:
         if sig:
             try:
                 with open(kept, "rb") as fh:
-                    got = marshal.load(fh)
+                    got = marshal.loads(fh.read())
                 if isinstance(got, tuple) and len(got) == 3 and got[0] == _LISTING and got[1] == sig \
                         and isinstance(got[2], bytes):
                     return got[2]

@@ -144,7 +144,7 @@ class _Memo:
 
             try:
                 with open(self.path, "rb") as fh:
-                    data = marshal.load(fh)
+                    data = marshal.loads(fh.read())
             except (OSError, ValueError, EOFError, TypeError):
                 data = {}
             self._data = data if isinstance(data, dict) else {}

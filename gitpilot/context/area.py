@@ -321,7 +321,7 @@ class TreeCache:
         self.path = pilot_dir / "area" / f"tree-{code_id()[:16]}"
         try:
             with open(self.path, "rb") as fh:
-                got = marshal.load(fh)
+                got = marshal.loads(fh.read())
         except (OSError, EOFError, ValueError, TypeError):
             return
         if _valid_record(got):

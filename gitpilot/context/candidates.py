@@ -49,7 +49,7 @@ class KeptCandidates:
             return None
         try:
             with open(self.path, "rb") as fh:
-                got = marshal.load(fh)
+                got = marshal.loads(fh.read())
         except (OSError, EOFError, ValueError, TypeError):
             return None
         if not (isinstance(got, tuple) and len(got) == 2 and got[0] == key and isinstance(got[1], list)):

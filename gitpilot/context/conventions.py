@@ -203,7 +203,7 @@ class KeptPriors:
         path = self.path.with_name(self.path.name + ("-docs" if _DOCS_TASK.search(task) else ""))
         try:
             with open(path, "rb") as fh:
-                got = marshal.load(fh)
+                got = marshal.loads(fh.read())
         except (OSError, EOFError, ValueError, TypeError):
             got = None
         if isinstance(got, tuple) and len(got) == 3 and got[0] == key and _valid(got[1], got[2], docs):

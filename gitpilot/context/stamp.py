@@ -190,7 +190,7 @@ def express(cwd: str | os.PathLike[str], task_text: str, agent: str = "") -> Hit
     root, git_dir = found
     try:
         with open(stamp_path(git_dir, stamp_key(task_text, agent)), "rb") as fh:
-            stamp = marshal.load(fh)
+            stamp = marshal.loads(fh.read())
     except (OSError, ValueError, EOFError, TypeError):
         return None
     from gitpilot import __version__

@@ -146,7 +146,7 @@ def kept_index_roles(inv: sources.Inventory, opts: sources.Options, memory: str)
     where = os.path.join(os.fspath(inv.repo.pilot_dir), "plan", f"tree-{code_id()[:16]}")
     try:
         with open(where, "rb") as fh:
-            got = marshal.load(fh)
+            got = marshal.loads(fh.read())
         if isinstance(got, tuple) and len(got) == 2 and got[0] == key and isinstance(got[1], dict):
             kept: dict[str, list[str]] = got[1]
             entries = inv.entries

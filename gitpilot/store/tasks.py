@@ -141,7 +141,7 @@ def _stamp_names(path: Path, tid: str) -> bool:
 
     try:
         with open(path, "rb") as fh:
-            stamp = marshal.load(fh)
+            stamp = marshal.loads(fh.read())
     except (OSError, ValueError, EOFError, TypeError):
         return False
     return isinstance(stamp, dict) and stamp.get("task_id") == tid
