@@ -340,6 +340,28 @@ def test_the_names_searched_within_a_few_directories_are_found_in_the_code_files
     assert not area._covers(["lib", "src"], code)  # main.py: a record with these is not used
 
 
+def test_no_pathspec_of_the_names_search_holds_a_credential_named_file() -> None:
+    """git grep opens every file its pathspecs hold: a directory above a credential-named file is
+    split down to the entries that hold code, even past the limit, and the whole tree ("." when
+    the top level alone holds more than the limit) is never searched when one is tracked."""
+    from gitpilot.context import area
+
+    code = [f"app/m{i}/mod.py" for i in range(10)] + ["app/main.py", "lib/a.py", "lib/b.py"]
+    creds = ["app/.env", "app/m3/id_rsa"]
+    paths = sorted(code + creds + ["app/README.md", "lib/README.md"])
+    app = sorted([f"app/m{i}" for i in range(10) if i != 3] + ["app/m3/mod.py", "app/main.py"])
+    assert area.covering(paths, code, 4) == ["app", "lib/a.py", "lib/b.py"]  # without them: app whole
+    within = area.covering(paths, code, 4, never=creds)
+    assert within == app + ["lib/a.py", "lib/b.py"]
+    assert area._covers(within, code)
+    held = [p for p in paths if any(p == w or p.startswith(w + "/") for w in within)]
+    assert not set(held) & set(creds)
+    # the top level alone past the limit: "." without a credential file, its entries with one
+    assert area.covering(paths + [".env"], code, 1) == ["."]
+    assert area.covering(paths + [".env"], code, 1, never=[".env"]) == ["app", "lib"]
+    assert area.covering(paths, code, 1, never=creds) == app + ["lib"]
+
+
 # --- identifiers found by their lower-case text, checked by their pattern -----------------------
 
 

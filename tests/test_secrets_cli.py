@@ -142,6 +142,29 @@ def test_no_process_of_git_pilots_opens_a_credential_file(tmp_path: Path) -> Non
     assert opened_credentials(trace, repo) == []
 
 
+def test_the_search_for_the_tasks_names_opens_no_credential_file_beside_the_code(tmp_path: Path) -> None:
+    """The task's names are searched for with git grep over a few directories that hold the code
+    files: a credential-named file in such a directory (here one with more subdirectories than
+    the search's pathspecs may name) is never opened by it, and the code beside it is still read."""
+    files = {f"app/m{i}/mod.py": f"def f{i}():\n    return load_settings_file()\n" for i in range(70)}
+    files.update({
+        "app/main.py": "def load_settings_file():\n    return 1\n",
+        "app/.env": "DB_PASSWORD=hunter2\n",
+        "app/README.md": "# App\n\n## Settings\n\nSettings live in app.\n",
+        "AGENTS.md": "# Guide\n\nUse it.\n",
+    })
+    files.update({f"docs/guide/page{i}.md": f"# Page {i}\n\n## Overview {i}\n\n"
+                  + "".join(f"Paragraph {j} of page {i} describes the dashboard layout.\n" for j in range(15))
+                  for i in range(40)})
+    origin = make_repo(tmp_path / "origin", files)
+    repo = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(repo))
+    res, trace = traced(tmp_path, repo, "capsule", "--task", "Make `load_settings_file` accept a path in the app settings")
+    assert res.returncode == 0, res.stderr
+    assert opened_credentials(trace, repo) == []
+    assert "app/m7/mod.py" in trace.read_text()  # the search did run, over the code files
+
+
 def test_a_credential_file_behind_a_harmless_named_symlink_is_never_read(tmp_path: Path) -> None:
     repo = credential_repo(tmp_path)
     res, trace = traced(tmp_path, repo, "capsule", "--task", "Deploy the guide changes", "--json")

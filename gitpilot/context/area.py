@@ -234,12 +234,17 @@ def start(root: Path, files: Sequence[str], ids: Sequence[Identifier], within: S
     return Search(root, files, names_of(ids), within)
 
 
-def covering(paths: Iterable[str], files: Sequence[str], limit: int = GREP_PATHSPECS) -> list[str]:
+def covering(paths: Iterable[str], files: Sequence[str], limit: int = GREP_PATHSPECS,
+             never: Iterable[str] = ()) -> list[str]:
     """At most ``limit`` pathspecs (directories, and files of a directory split up), sorted, whose
     files among the tracked ``paths`` include every one of ``files`` (a subset of ``paths``), and
     few others: from the top-level entries that hold one of ``files``, the directory that holds the
     most other files is replaced by its entries that hold one, while the pathspecs stay within
-    ``limit``. ``["."]`` (the whole tree) when the top level alone holds more."""
+    ``limit``. ``["."]`` (the whole tree) when the top level alone holds more.
+
+    No pathspec holds one of the tracked files ``never`` (credential-named: git would open them):
+    a directory above one is replaced by its entries that hold one of ``files``, down to the
+    files themselves, even past ``limit``."""
     wanted = set(files)
     others: dict[str, int] = {}  # directory -> tracked files below it that are not ``files``
     kids: dict[str, set[str]] = {}  # directory ("" the root) -> its entries that hold one of ``files``
@@ -265,8 +270,9 @@ def covering(paths: Iterable[str], files: Sequence[str], limit: int = GREP_PATHS
     if not wanted:
         return []
     specs = set(kids.get("", ()))
+    above = {n[:i] for n in never for i in range(len(n)) if n[i] == "/"}  # the directories above them
     if len(specs) > limit:
-        return ["."]
+        return ["."] if not above and not any("/" not in n for n in never) else _apart(specs, kids, above)
     while True:
         for _n, d in sorted((-others.get(d, 0), d) for d in specs if d in kids and others.get(d, 0) > 0):
             if len(specs) - 1 + len(kids[d]) <= limit:
@@ -274,7 +280,22 @@ def covering(paths: Iterable[str], files: Sequence[str], limit: int = GREP_PATHS
                 specs.update(kids[d])
                 break
         else:
-            return sorted(specs)
+            return _apart(specs, kids, above)
+
+
+def _apart(specs: set[str], kids: Mapping[str, set[str]], above: set[str]) -> list[str]:
+    """``specs`` with every directory in ``above`` replaced by its entries that hold a wanted file
+    (``kids``), until none is left (a wanted file is never in ``above``: it is not a directory)."""
+    out = set(specs)
+    todo = sorted(d for d in out if d in above)
+    while todo:
+        d = todo.pop()
+        out.discard(d)
+        for k in kids.get(d, ()):
+            out.add(k)
+            if k in above:
+                todo.append(k)
+    return sorted(out)
 
 
 def word_bags(files: Sequence[str], dirs: Iterable[str]) -> dict[str, dict[str, int]]:
@@ -333,7 +354,8 @@ class TreeCache:
         if self.path is not None and self._record[0] == key and _covers(self._record[4], self._record[1]):
             return list(self._record[1])
         files = code_files(paths, is_credential, links)
-        self._record = (key, files, "", {}, covering(paths, files))
+        never = [p for p in paths if is_credential(p)]
+        self._record = (key, files, "", {}, covering(paths, files, never=never))
         self._changed = True
         return list(files)
 
