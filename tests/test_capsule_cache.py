@@ -275,3 +275,38 @@ def test_a_stored_capsule_is_not_served_after_the_code_it_chose_by_moved(tmp_pat
     assert not after.reused
     assert "Blocks are two hours long." in after.text
     assert after.text == build_capsule(Repo.discover(root), task, use_cache=False).text
+
+
+def test_an_unstaged_edit_to_the_code_does_not_move_the_area_until_it_is_staged(tmp_path: Path) -> None:
+    """The task's area is read from the index, as every other input of the capsule is keyed: an
+    unstaged edit that moves the task's name into another directory leaves the capsule as it
+    was (a fresh build gives the same bytes the stored one has, so serving it is right); once
+    the edit is staged the capsule is built again and brings the new directory's README."""
+    files = {
+        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
+        "discovery/README.md": "# Service discovery\n\n## Writing a mechanism\n\nEvery mechanism implements "
+        "the Discoverer interface and registers its config type.\n",
+        "discovery/consul/consul.go": "package consul\n\ntype SDConfig struct { RefreshInterval int }\n",
+        "discovery/file/file.go": "package file\n\nfunc NewDiscovery() {}\n",
+        "storage/README.md": "# Storage\n\n## Blocks\n\nBlocks are two hours long.\n",
+        "storage/block.go": "package storage\n\nfunc Compact() {}\n",
+    }
+    files.update({
+        f"docs/guide/page{i}.md": f"# Page {i}\n\n## Overview {i}\n\n"
+        + "".join(f"Paragraph {j} of page {i} describes the dashboard layout and colours.\n" for j in range(12))
+        for i in range(30)
+    })
+    root = make_repo(tmp_path / "repo", files)
+    task = "Add a `RefreshInterval` option to our new inventory source"
+    first = build_capsule(Repo.discover(root), task)
+    assert "Every mechanism implements the Discoverer interface" in first.text
+    (root / "discovery/consul/consul.go").write_text("package consul\n\ntype SDConfig struct {}\n")
+    (root / "storage/block.go").write_text("package storage\n\ntype Config struct { RefreshInterval int }\n")
+    fresh = build_capsule(Repo.discover(root), task, use_cache=False)
+    assert fresh.text == first.text
+    assert build_capsule(Repo.discover(root), task).text == first.text
+    git(root, "add", "-A")
+    staged = build_capsule(Repo.discover(root), task)
+    assert not staged.reused
+    assert "Blocks are two hours long." in staged.text
+    assert staged.text == build_capsule(Repo.discover(root), task, use_cache=False).text

@@ -293,8 +293,18 @@ def test_one_search_for_every_name_finds_what_a_search_a_name_finds(tmp_path: Pa
     assert area.Search(root, code, names).result() == want
     monkeypatch.setattr(area, "MAX_ARG_BYTES", 40)  # one git grep a file or two: the chunks add up
     assert area.Search(root, code, names).result() == want
-    (root / "src" / "only_barbaz.py").write_text("x = parse_config\n")  # the working tree is searched
-    assert area.Search(root, code, names).result() == one_by_one() != want
+    # unstaged edits and a deletion: the index's content is what is searched, in chunks or not
+    (root / "src" / "only_barbaz.py").write_text("x = parse_config\n")
+    (root / "src" / "both.py").write_text("fooBar = 1\n")  # fooBar kept, Barbaz gone: found again alone
+    (root / "src" / "a:b.py").write_text("nothing\n")  # a name with a colon is searched alone
+    (root / "lib" / "other.ts").unlink()
+    assert area.Search(root, code, names).result() == want
+    monkeypatch.setattr(area, "MAX_ARG_BYTES", 4096)
+    assert area.Search(root, code, names).result() == want
+    git(root, "add", "-A")  # staged: now the index holds them
+    staged = one_by_one()
+    assert staged != want and staged["Barbaz"] == ['"src/d\\303\\251/na\\303\\257ve.py"']
+    assert area.Search(root, code, names).result() == staged
 
 
 def test_the_names_searched_within_a_few_directories_are_found_in_the_code_files_alone(tmp_path: Path) -> None:

@@ -101,7 +101,12 @@ class Search:
     other), and only in a file where that match is printed: so for a name that overlaps another,
     those files are searched again for it alone. A name with a colon (which would make a printed
     line ambiguous) is searched for alone from the start. File names are read as git prints them
-    (quoted where ``core.quotePath`` says), as a search a name (``git grep -l``) prints them."""
+    (quoted where ``core.quotePath`` says), as a search a name (``git grep -l``) prints them.
+
+    What is searched is the index's content, as the rest of the capsule's inputs are keyed (a
+    capsule is reused while the index file is unchanged): the working tree is searched, as it
+    is quicker than reading blobs, and a file ``git diff-files`` names (an unstaged edit, a
+    deletion) is searched in the index instead (``git grep --cached``)."""
 
     def __init__(self, root: Path, files: Sequence[str], names: Sequence[str],
                  within: Sequence[str] | None = None) -> None:
@@ -112,57 +117,86 @@ class Search:
         self.files = set(files)
         self.procs: list[tuple[str | None, Any]] = []  # (the name of a -l search, or None for -o)
         self.together = [n for n in self.names if ":" not in n]
+        self.changed: Any = None  # git diff-files over the same pathspecs (they hold no file we may not open)
         # (``within``: pathspecs that hold every file, and others, whose lines are not read)
         self.within = within is not None
         if not self.names or not files:
             return
+        specs = files if within is None else within
+        self.changed = [start_git(["-c", "core.preloadIndex=false", "diff-files", "--name-only", "-z", "--", *chunk],
+                                  root, env=_ENV)
+                        for chunk in _chunks(specs)]
+        self.procs = self._start(specs, cached=False)
+
+    def _start(self, specs: Sequence[str], cached: bool) -> list[tuple[str | None, Any]]:
+        from gitpilot.gitrun import start_git
+
+        grep = ["grep", "--cached"] if cached else ["grep"]
         pats = [a for n in self.together for a in ("-e", n)]
-        for chunk in _chunks(files if within is None else within):
+        procs: list[tuple[str | None, Any]] = []
+        for chunk in _chunks(specs):
             if pats:
-                self.procs.append((None, start_git(["grep", "-o", *_GREP, *pats, "--", *chunk], root, env=_ENV)))
+                procs.append((None, start_git([*grep, "-o", *_GREP, *pats, "--", *chunk], self.root, env=_ENV)))
             for name in self.names:
                 if ":" in name:
-                    self.procs.append((name, start_git(["grep", "-l", *_GREP, "-e", name, "--", *chunk], root,
-                                                      env=_ENV)))
+                    procs.append((name, start_git([*grep, "-l", *_GREP, "-e", name, "--", *chunk], self.root,
+                                                  env=_ENV)))
+        return procs
 
     def result(self) -> dict[str, list[str]]:
         out: dict[str, set[str]] = {n: set() for n in self.names}
+        changed: set[str] = set()
+        for proc in self.changed or ():
+            data, _ = proc.communicate()
+            changed.update(p for p in data.decode("utf-8", "surrogateescape").split("\0") if p in self.files)
+        ours = self._ours if self.within else None
+        keep = (lambda p: _unquoted(p) not in changed) if changed else None
+        self._read(self.procs, out, ours, keep)
+        if changed:  # those files as the index holds them
+            self._read(self._start(sorted(changed), cached=True), out, None, None)
+        for name, partners in sorted(overlaps(self.together).items()):
+            maybe = sorted(set().union(*(out[b] for b in partners)) - out[name])
+            if maybe:
+                out[name].update(self._again(name, maybe, changed))
+        return {n: sorted(v) for n, v in out.items()}
+
+    def _read(self, procs: list[tuple[str | None, Any]], out: dict[str, set[str]], ours: Any, keep: Any) -> None:
+        """Add what ``procs`` print to ``out``: the files (as git printed them) that hold each name,
+        those ``ours`` and ``keep`` accept (when given)."""
         # "path:name" lines: no name here has a colon, so only the name printed ends the line
         ends = [(b":" + n.encode("utf-8", "surrogateescape"), n) for n in self.together]
-        ours = self._ours if self.within else None
-        for name, proc in self.procs:
+        for name, proc in procs:
             data, _ = proc.communicate()
             if name is not None:
-                out[name].update(p for p in _lines(data) if ours is None or ours(p))
+                out[name].update(p for p in _lines(data)
+                                 if (ours is None or ours(p)) and (keep is None or keep(p)))
                 continue
             for line in data.split(b"\n"):
                 for end, n in ends:
                     if line.endswith(end):
                         printed = line[: -len(end)].decode("utf-8", "surrogateescape")
-                        if ours is None or ours(printed):
+                        if (ours is None or ours(printed)) and (keep is None or keep(printed)):
                             out[n].add(printed)
                         break
-        for name, partners in sorted(overlaps(self.together).items()):
-            maybe = sorted(set().union(*(out[b] for b in partners)) - out[name])
-            if maybe:
-                out[name].update(self._again(name, maybe))
-        return {n: sorted(v) for n, v in out.items()}
 
     def _ours(self, printed: str) -> bool:
         """Whether a file git printed (quoted or not, as ``core.quotePath`` says) is one of ours."""
         return printed in self.files or (printed.startswith('"') and _unquoted(printed) in self.files)
 
-    def _again(self, name: str, printed: Sequence[str]) -> list[str]:
-        """The files among ``printed`` (as git printed them) that hold ``name``: ``git grep -l``."""
+    def _again(self, name: str, printed: Sequence[str], changed: set[str]) -> list[str]:
+        """The files among ``printed`` (as git printed them) that hold ``name``: ``git grep -l``
+        (``--cached`` for the ``changed`` ones)."""
         from gitpilot.gitrun import run_git
 
         paths = [_unquoted(p) for p in printed]
         if any(p not in self.files for p in paths):  # a name git printed that is not ours: all files
             paths = sorted(self.files)
         found: list[str] = []
-        for chunk in _chunks(paths):
-            proc = run_git(["grep", "-l", *_GREP, "-e", name, "--", *chunk], self.root, env=_ENV, check=False)
-            found += _lines(proc.stdout)
+        for cached, group in ((False, [p for p in paths if p not in changed]), (True, [p for p in paths if p in changed])):
+            for chunk in _chunks(group):
+                grep = ["grep", "--cached"] if cached else ["grep"]
+                proc = run_git([*grep, "-l", *_GREP, "-e", name, "--", *chunk], self.root, env=_ENV, check=False)
+                found += _lines(proc.stdout)
         return found
 
 
