@@ -55,6 +55,10 @@ def _build(tmp_path: Path, files: dict[str, str], task: str, agent: str | None =
         ("docs/README.md", "contrib"),
         ("SECURITY.md", "policy"),
         ("AI_POLICY.md", "policy"),
+        ("docs/reference/policies/versioning.md", "policy"),  # a directory of the project's policies
+        ("governance/voting.md", "policy"),
+        ("examples/support-bot/policies/scheduling_hold_policy.md", "example"),  # an example's own
+        ("examples/bot/SECURITY.md", "example"),
         ("architecture/provider-abstraction.md", "design"),
         ("docs/adr/0001-record.md", "design"),
         ("examples/demo/README.md", "example"),

@@ -26,7 +26,8 @@ kinds, in the order they are tried:
 - ``contrib``: contributor and developer documents (``CONTRIBUTING*`` anywhere, a
   ``contributing/``, ``devdocs/``, ``dev/``, ``development/``, ``internals/`` directory,
   ``HACKING``, the README of the documentation directory, which says how the docs are built);
-- ``policy``: ``SECURITY*``, ``*POLICY*``, governance and conduct;
+- ``policy``: ``SECURITY*``, ``*POLICY*``, governance and conduct, and the documents of a
+  ``policies/``, ``policy/`` or ``governance/`` directory (an example project's are the example's);
 - ``design``: architecture, design notes, ADRs, RFCs, specs, proposals;
 - ``example``: examples, demos, templates, starters, playgrounds;
 - ``reference``: reference pages of the user documentation (often generated);
@@ -106,6 +107,7 @@ _ROOT_NAME = re.compile(r"^(readme|license|licence|copying|notice|authors|contri
 # A name in capitals (words joined by hyphens): how a project names its documents about itself.
 _CAPS_NAME = re.compile(r"^[A-Z]{2,}(-[A-Z]{2,})*\.[A-Za-z]+$")
 _POLICY_NAME = re.compile(r"^(security|governance|code[-_]of[-_]conduct)([-_.]|$)|policy")
+_POLICY_DIR = re.compile(r"(^|/)(policies|policy|governance)(/|$)")
 _DESIGN_DIR = re.compile(r"(^|/)(architecture|design|designs|adrs?|rfcs?|specs?|proposals?|decisions|notes)(/|$)")
 _EXAMPLE_DIR = re.compile(r"(^|/)(examples?|demos?|templates?|playgrounds?|samples?|starters?|boilerplates?|"
                           r"cookbooks?|recipes)(/|$)")
@@ -146,8 +148,8 @@ def kind_of(path: str, nested: bool = False) -> str:
         return "contrib"  # (an example project's own .github/ or docs/dev/ is the example's, below)
     if directory in _DOC_DIRS and base.startswith("readme"):
         return "contrib"  # the documentation's own README: how the docs are written and built
-    if _POLICY_NAME.search(base):
-        return "policy"
+    if (_POLICY_NAME.search(base) or _POLICY_DIR.search(directory)) and not example:
+        return "policy"  # (an example project's policies are the example's, below)
     if _DESIGN_DIR.search(directory):
         return "design"
     if _EXAMPLE_DIR.search(directory):
