@@ -366,3 +366,39 @@ def test_every_part_of_a_pull_request_template_is_about_the_pull_request(tmp_pat
     res = build_capsule(Repo.discover(root), "The export button downloads an empty CSV file")
     relevant = _part(res.text, "## Relevant sections", "## Left out")
     assert "a news fragment is added under `changes/`." in relevant
+
+
+def _skill_text() -> str:
+    """A long skill (over the whole-document size) with one section the task names, and others
+    it does not, each a step an agent running the skill must follow."""
+    parts = ["# Release notes\n\nHow a change is written up for the release notes.\n"]
+    topics = [("Changelog entry", "Add a changelog entry under Unreleased for every new flag."),
+              ("Tone", "Write for users, in the present tense."),
+              ("Linking", "Link the pull request by number, never by URL."),
+              ("Breaking changes", "Start the entry with BREAKING and say what to do instead."),
+              ("Review", "Ask a maintainer of the area to read the entry."),
+              ("Backports", "A backported fix gets its own entry in each maintained series.")]
+    for head, rule in topics:
+        parts.append(f"\n## {head}\n\n{rule}\n\n" + "".join(
+            f"Detail {j} of {head.lower()}: the wording is checked by the docs team before release.\n"
+            for j in range(20)))
+    return "".join(parts)
+
+
+def test_an_agent_skill_comes_whole_once_any_of_it_is_chosen(tmp_path: Path) -> None:
+    """A skill's SKILL.md is read whole by the agent that runs it: once one of its sections is
+    chosen, all of it comes (it is over the size a document comes whole at otherwise); a file
+    beside it, which the skill loads when it needs it, gives its best sections as any document."""
+    skill = _skill_text()
+    assert len(skill.encode()) > 8000
+    task = "Add a changelog entry for the new --dry-run flag"
+    for name, whole in (("SKILL.md", True), ("reference.md", False)):
+        files = {"AGENTS.md": "# Guide\n\nKeep diffs small.\n", f".agents/skills/release-notes/{name}": skill,
+                 **_filler()}
+        text = build_capsule(Repo.discover(make_repo(tmp_path / name, files)), task).text
+        assert "Add a changelog entry under Unreleased for every new flag." in text, name
+        rest = ["Write for users, in the present tense.", "Link the pull request by number, never by URL.",
+                "A backported fix gets its own entry in each maintained series."]
+        assert all(r in text for r in rest) == whole, name
+        if not whole:
+            assert not any(r in text for r in rest), name

@@ -8,7 +8,9 @@ text, its procedure together. From a longer one its best sections come, those wi
 ``weights.SECTION_CUT`` of its best, at most ``weights.SECTIONS_PER_DOC`` and ``weights.DOC_BYTES``, each with its
 subsections when that fits ``max_section_bytes``, else its own part. Sections of one procedure
 come together: when two subsections of one section are chosen, or one numbered step, the whole
-section comes when it fits. A short document with no room left for all of it gives its best
+section comes when it fits. A long document most of whose text was chosen comes whole
+(``weights.WHOLE_SHARE``), as does an agent skill's ``SKILL.md`` up to ``weights.DOC_BYTES`` once any
+of it is chosen: the agent running a skill reads it whole. A short document with no room left for all of it gives its best
 sections as a long one does. A document sections are taken from brings its introduction (its
 title's own text, at most ``weights.INTRO_BYTES``): what the document is and what holds for all of
 it ("generated from this directory: never edit by hand"). No excerpt holds a withheld (credential) line or a line shown
@@ -171,7 +173,8 @@ def choose(
         held = sum(lines.bytes(a, b) for a, b, _ in kept)
         picked, cost = _sections(d, doc, lines, sec_scores[d], max_section_bytes, room - used + held,
                                  reasons, kept, names(d) if names is not None else None)
-        if picked and cost >= weights.WHOLE_SHARE * total and used - held + total <= room:
+        if picked and (cost >= weights.WHOLE_SHARE * total or _skill(doc) and total <= weights.DOC_BYTES) \
+                and used - held + total <= room:
             whole = _cover(doc, lines, max_section_bytes)
             if whole is not None:
                 picked, cost = whole, sum(lines.bytes(a, b) for a, b, _ in whole)
@@ -184,6 +187,12 @@ def choose(
     picks = _picks(docs, doc_scores, sec_scores, why, chosen, excluded, memo)
     left, total_left = _left_out(docs, doc_scores, sec_scores, chosen, excluded, reasons) if left_out else ([], 0)
     return Selection(picks, left[:MANIFEST_LEFT_OUT], total_left, best=best)
+
+
+def _skill(doc: Doc) -> bool:
+    """An agent skill's own file (``.claude/skills/<name>/SKILL.md``): written to be read whole, as
+    the agent that runs the skill loads it whole; the files beside it it loads when it needs them."""
+    return doc.kind == "agent_skill" and doc.path.rsplit("/", 1)[-1] == "SKILL.md"
 
 
 def _intro(doc: Doc, have: list[tuple[int, int, int]], lines: _Lines, room: int) -> int:
