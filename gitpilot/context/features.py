@@ -252,7 +252,8 @@ class _Matches:
         post_of = self.dt.post
         out = {t: len(post_of(t)) // 2 for t in self.in_text}
         if self.paths:
-            own = {t: set(post_of(t)[0::2]) for t in self.in_text}
+            titles = self.dt.title_postings  # (a heading path holds title tokens only)
+            own = {t: set(post_of(t)[0::2]) for t in self.in_text if t in titles}
             for pos, path in self.paths.items():
                 for t in path:
                     if pos not in own.get(t, ()):
@@ -331,13 +332,14 @@ def _heading_paths(
     for pos in range(min(hits), len(parents)):
         parent = parents[pos]
         base = paths.get(parent) if parent is not None else None
-        if base is None and pos not in hits:
+        if pos not in hits:
+            if base is not None:
+                paths[pos] = base  # its parent's path, the same object: no section's path is changed
             continue
         path = dict(base) if base else {}
-        if pos in hits:
-            for t in dt.headings[pos]:
-                if t in weights:
-                    path[t] = path.get(t, 0) + 1
+        for t in dt.headings[pos]:
+            if t in weights:
+                path[t] = path.get(t, 0) + 1
         if path:
             paths[pos] = path
     return paths
