@@ -691,9 +691,12 @@ def _dir_share(path: str, weights: Mapping[str, float], df: Mapping[str, int], n
         parts.pop()
     if not parts:
         return 0.0
-    words = set(tokens(_spaced(parts[-1])))
+    words = dict.fromkeys(tokens(_spaced(parts[-1])))  # each once, in the name's order (not a set's: see below)
     if not words:
         return 0.0
+    # (summed in one order in every process: a set of strings iterates in an order that changes
+    # with each process's string hashing, and a sum of floats in another order can differ in its
+    # last bit, which a tie between two documents' scores then decides)
     return sum(min(1.0, weights[w]) * (1.0 - df.get(w, 0) / n) for w in words if w in weights) / len(words)
 
 
