@@ -254,6 +254,28 @@ def test_a_documents_own_directory_name_is_a_signal() -> None:
     assert 0 < _dir_share("src/failures/README.md", q, {}, 10) < 1.0
 
 
+def test_a_directory_name_share_is_the_same_number_in_every_process() -> None:
+    """The words of a directory's name are summed in the name's order, not a set's: a set of
+    strings iterates in an order that changes with each process's string hashing, and a sum of
+    floats in another order can differ in its last bit (0.1 + 0.2 + 0.3 is not 0.3 + 0.2 + 0.1)."""
+    import os
+    import subprocess
+    import sys
+
+    import gitpilot
+
+    code = ("from gitpilot.context.features import _dir_share; "
+            "print(repr(_dir_share('alpha-beta-gamma/README.md', "
+            "{'alpha': 0.1, 'beta': 0.2, 'gamma': 0.3}, {}, 10)))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(gitpilot.__file__)))
+    seen = set()
+    for seed in range(12):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": root}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        seen.add(out.stdout.strip())
+    assert seen == {repr((0.1 + 0.2 + 0.3) / 3)}
+
+
 def test_the_area_is_the_directory_particular_to_the_task() -> None:
     """A package holding many directories holds all their words and names; the task's area is the
     directory where they are concentrated (``models/`` with its model files), not the package."""

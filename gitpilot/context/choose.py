@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, compress
+from operator import not_
 from typing import Protocol
 
 from gitpilot.context import weights
@@ -114,8 +115,13 @@ def _line_bytes(doc: Doc) -> list[int]:
     if len(_BYTES) > 20_000:
         _BYTES.clear()
     ascii_text = doc.text.isascii() if doc.text else all(map(str.isascii, doc.lines))
-    # (an ASCII line's bytes are its characters: most documentation is ASCII)
-    sizes = list(map(len, doc.lines)) if ascii_text else [len(ln.encode("utf-8")) for ln in doc.lines]
+    # (an ASCII line's bytes are its characters: most documentation is ASCII, and most lines of
+    # the rest; only the others are encoded)
+    sizes = list(map(len, doc.lines))
+    if not ascii_text:
+        lines = doc.lines
+        for i in compress(range(len(sizes)), map(not_, map(str.isascii, lines))):
+            sizes[i] = len(lines[i].encode("utf-8"))
     _BYTES[id(doc)] = (doc, sizes)
     return sizes
 

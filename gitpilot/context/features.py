@@ -111,6 +111,7 @@ class DocSignals:
 
 
 _CONV_KEYS = tuple((c, f"c_{c}") for c in CONVENTIONS)
+_KIND_KEYS = tuple((k, f"kind:{k}") for k in KINDS)
 
 
 def fill_row(row: dict[str, float], sig: DocSignals, pos: int) -> None:
@@ -218,10 +219,11 @@ class _Matches:
     of the query terms; ``in_text``: the query terms of its sections' text, sorted; ``paths``: for
     each section under a title that holds a query term, its heading path's counts of them, in the
     order the path meets them; ``heading_len``: the tokens of its titles and (twice) of its front
-    matter. ``bags`` gives each section's counts as the section score sums them.
+    matter; ``posts``: the postings of each of ``in_text``, in its order (asked of ``dt`` once).
+    ``bags`` gives each section's counts as the section score sums them.
     """
 
-    __slots__ = ("dt", "heads", "body", "in_text", "paths", "heading_len")
+    __slots__ = ("dt", "heads", "body", "in_text", "paths", "heading_len", "posts")
 
     def __init__(self, doc: Doc, dt: DocTerms, weights: Mapping[str, float]) -> None:
         self.dt = dt
@@ -240,8 +242,9 @@ class _Matches:
         body = dict(heads)
         post_of = dt.post
         self.in_text = sorted(dt.held(weights))
-        for t in sorted(self.in_text, key=lambda t: (post_of(t)[0], t)):
-            post = post_of(t)
+        posts = self.posts = {t: post_of(t) for t in self.in_text}
+        for t in sorted(self.in_text, key=lambda t: (posts[t][0], t)):
+            post = posts[t]
             body[t] = body.get(t, 0) + sum(post[1::2])
         self.body = body
         self.paths = _heading_paths(doc.smap, dt, in_titles, weights) if in_titles else {}
@@ -249,10 +252,11 @@ class _Matches:
     def section_df(self) -> dict[str, int]:
         """For each query term, how many of the document's sections hold it in their own text or
         their heading path."""
-        post_of = self.dt.post
-        out = {t: len(post_of(t)) // 2 for t in self.in_text}
+        posts = self.posts
+        out = {t: len(post) // 2 for t, post in posts.items()}
         if self.paths:
-            own = {t: set(post_of(t)[0::2]) for t in self.in_text}
+            titles = self.dt.title_postings  # (a heading path holds title tokens only)
+            own = {t: set(post[0::2]) for t, post in posts.items() if t in titles}
             for pos, path in self.paths.items():
                 for t in path:
                     if pos not in own.get(t, ()):
@@ -263,8 +267,7 @@ class _Matches:
         """Each section's counts of the query terms: its own text's, sorted, then its heading
         path's (added to its own count of a term, else after, in the path's order)."""
         own: dict[int, dict[str, int]] = {}
-        for t in self.in_text:
-            post = self.dt.post(t)
+        for t, post in self.posts.items():
             for i in range(0, len(post), 2):
                 own.setdefault(post[i], {})[t] = post[i + 1]
         for pos, path in self.paths.items():
@@ -284,9 +287,8 @@ class _Matches:
         norms = [K1 * (1 - b + b * (n + p) / avg) for n, p in zip(lengths, plens, strict=True)]
         k1p = K1 + 1
         get = acc.get
-        for t in self.in_text:
+        for t, post in self.posts.items():
             w = model.weights.get(t)
-            post = dt.post(t)
             if not w:
                 for pos in post[0::2]:
                     acc.setdefault(pos, 0.0)
@@ -308,7 +310,8 @@ class _Matches:
             for t, f in paths[pos].items():
                 held = own.get(t)
                 if held is None:
-                    held = own[t] = set(dt.post(t)[0::2])
+                    got = self.posts.get(t)  # (a path's word no section's text holds: none)
+                    held = own[t] = set(got[0::2]) if got is not None else set()
                 if pos in held:
                     continue  # counted with the section's own text
                 w = model.weights.get(t)
@@ -331,13 +334,14 @@ def _heading_paths(
     for pos in range(min(hits), len(parents)):
         parent = parents[pos]
         base = paths.get(parent) if parent is not None else None
-        if base is None and pos not in hits:
+        if pos not in hits:
+            if base is not None:
+                paths[pos] = base  # its parent's path, the same object: no section's path is changed
             continue
         path = dict(base) if base else {}
-        if pos in hits:
-            for t in dt.headings[pos]:
-                if t in weights:
-                    path[t] = path.get(t, 0) + 1
+        for t in dt.headings[pos]:
+            if t in weights:
+                path[t] = path.get(t, 0) + 1
         if path:
             paths[pos] = path
     return paths
@@ -393,25 +397,31 @@ def signals(
     m_sec = _Bm25(weights, df_sec, n_secs, sec_total)
     m_shead = _Bm25(weights, df_shead, n_secs, shead_total)
     rx = [i.regex() for i in ids]
+    names = [_literal_name(i) for i in ids]
+    shares: dict[str, float] = {}  # directory -> ``_dir_share`` of its files (the same for each)
     out: list[DocSignals] = []
     for d, doc in enumerate(docs):
         dt, m = doc.terms, found[d]
         assert dt is not None
-        lines_of = _id_lines(doc, ids, rx) if ids else []
+        lines_of = _id_lines(doc, ids, rx, names) if ids else []
+        folder = doc.path.rpartition("/")[0]
+        share = shares.get(folder)
+        if share is None:
+            share = shares[folder] = _dir_share(doc.path, weights, path_df, len(docs))
         id_secs = _id_sections(doc.smap, lines_of)
         values = {
             "bm25": m_body.score(m.body, dt.length_total + m.heading_len),
             "heads": m_head.score(m.heads, m.heading_len),
             "path": 0.0 if doc.nested else m_path.score(path_bags[d], sum(path_bags[d].values())),
-            "dir": _dir_share(doc.path, weights, path_df, len(docs)),
+            "dir": share,
             "ids": sum(1 for f in lines_of if f) / len(ids) if ids else 0.0,
             "linked": unlinked if doc.linked else 0.0,
             "area": _area_of(doc.path, area),
             "scoped": 1.0 if doc.front.scoped else 0.0,
             "applies": 1.0 if doc.front.scoped and any(matches(f, doc.front.scopes) for f in area_files) else 0.0,
         }
-        for kind in KINDS:
-            values[f"kind:{kind}"] = 1.0 if doc.kind == kind else 0.0
+        for kind, key in _KIND_KEYS:
+            values[key] = 1.0 if doc.kind == kind else 0.0
         conv = conventions.get(d, ())
         out.append(DocSignals(
             values,
@@ -505,29 +515,34 @@ def _counts(toks: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]) -> list[list[int]]:
-    """For each identifier, the (1-based) lines of ``doc`` it occurs on ([] when it does not)."""
+def _id_lines(doc: Doc, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]],
+              names: Sequence[bool] | None = None) -> list[list[int]]:
+    """For each identifier, the (1-based) lines of ``doc`` it occurs on ([] when it does not);
+    ``names``: ``_literal_name`` of each, where the caller worked them out once for every document."""
     text = doc.text or "".join(doc.lines)
+    if names is None:
+        names = [_literal_name(i) for i in ids]
     if not text.isascii() and not any(c in text for c in _FOLDS):
-        return _id_lines_utf8(doc, text, ids, rx)
+        return _id_lines_utf8(doc, text, ids, rx, names)
     low = text.lower()
     out: list[list[int]] = []
     places: _LinePlaces | None = None
     plain = text.isascii() or (len(low) == len(text) and not any(c in text for c in _FOLDS))
-    for i, pattern in zip(ids, rx, strict=True):
+    for i, pattern, name in zip(ids, rx, names, strict=True):
         lit = i.text.lower()
         if lit not in low:
             out.append([])
             continue
         places = _LinePlaces(doc, text) if places is None else places
-        if plain and _literal_name(i):
+        if plain and name:
             out.append(_literal_lines(low, lit, pattern, places))
             continue
         out.append(places.numbers(m.start() for m in pattern.finditer(text)))
     return out
 
 
-def _id_lines_utf8(doc: Doc, text: str, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]]) -> list[list[int]]:
+def _id_lines_utf8(doc: Doc, text: str, ids: Sequence[Identifier], rx: Sequence[re.Pattern[str]],
+                   names: Sequence[bool]) -> list[list[int]]:
     """``_id_lines`` of a text with characters beyond ASCII and none of ``_FOLDS``, whose
     lower-case form is searched as UTF-8 bytes with only the ASCII letters lowered: no other
     character lowers to an ASCII one or to more than one character (only the dotted capital I
@@ -540,7 +555,7 @@ def _id_lines_utf8(doc: Doc, text: str, ids: Sequence[Identifier], rx: Sequence[
     cont: bytes | None = None
     out: list[list[int]] = []
     places: _LinePlaces | None = None
-    for i, pattern in zip(ids, rx, strict=True):
+    for i, pattern, name in zip(ids, rx, names, strict=True):
         lit = i.text.lower()
         if lit.isascii():
             found = lit.encode("ascii") in raw
@@ -551,7 +566,7 @@ def _id_lines_utf8(doc: Doc, text: str, ids: Sequence[Identifier], rx: Sequence[
             out.append([])
             continue
         places = _LinePlaces(doc, text) if places is None else places
-        if _literal_name(i):  # (an ASCII name: ``lit`` is ASCII)
+        if name:  # (an ASCII name: ``lit`` is ASCII)
             cont = raw.translate(_CONTINUATION) if cont is None else cont
             out.append(places.matching(_char_places(raw, cont, lit.encode("ascii")), pattern))
             continue
@@ -676,9 +691,12 @@ def _dir_share(path: str, weights: Mapping[str, float], df: Mapping[str, int], n
         parts.pop()
     if not parts:
         return 0.0
-    words = set(tokens(_spaced(parts[-1])))
+    words = dict.fromkeys(tokens(_spaced(parts[-1])))  # each once, in the name's order (not a set's: see below)
     if not words:
         return 0.0
+    # (summed in one order in every process: a set of strings iterates in an order that changes
+    # with each process's string hashing, and a sum of floats in another order can differ in its
+    # last bit, which a tie between two documents' scores then decides)
     return sum(min(1.0, weights[w]) * (1.0 - df.get(w, 0) / n) for w in words if w in weights) / len(words)
 
 

@@ -27,8 +27,6 @@ from functools import partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from gitpilot.context.blocks import block_structure
-
 MAP_VERSION = 2  # 2: always-markers only at the start of a line
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _FRONT_OPEN = {"---": ("---", "..."), "+++": ("+++",)}
@@ -306,6 +304,10 @@ def parse(
     text: str, is_secret: Callable[[str], bool] | None = None, lines: list[str] | None = None
 ) -> SectionMap:
     """The section map of ``text``; ``is_secret`` marks sections whose own part must be withheld."""
+    # (the scanner's patterns are compiled on the first parse, not at every import: a new task on
+    # a tree whose maps are kept parses nothing)
+    from gitpilot.context.blocks import block_structure
+
     lines = split_lines(text) if lines is None else lines
     first = _front_matter_end(lines)
     body = "".join("\n" if i < first else ln for i, ln in enumerate(lines)) if first else text
