@@ -4,6 +4,7 @@ and packs do not pile up."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 from conftest import capsule_text, forget_capsules, git, make_repo
@@ -126,6 +127,8 @@ def test_a_tree_record_answers_as_each_document_does(tmp_path: Path) -> None:
         assert (got.heads_total, got.length_total, got.plen_total) == (want.heads_total, want.length_total,
                                                                        want.plen_total)
         assert _fields(got.own()) == _fields(want) and got.postings == want.postings
+        copied = pickle.loads(pickle.dumps(got))  # (bench fit --jobs sends cases to worker processes)
+        assert _fields(copied) == _fields(want) and copied.held(asked) == want.held(asked)
     # another key, another layout, other section counts, damaged bytes: not used
     record = T.tree_record("key", docs)
     counts = [len(d.lengths) for d in docs]

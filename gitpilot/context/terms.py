@@ -827,6 +827,11 @@ class TreeDocTerms(DocTerms):
     def _state(self) -> tuple[object, ...]:
         return self.own()._state()
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as the document's own ``DocTerms`` (another process has no tree record): the
+        inherited state would be handed to this class's constructor, which takes the tree."""
+        return (DocTerms, self._state())
+
 
 class CleanBlobs:
     """Blob ids whose text holds no credential format, as ``redact.contains_secret`` says: a file
