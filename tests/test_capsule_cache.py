@@ -254,17 +254,22 @@ def test_a_capsule_chosen_by_other_code_is_never_served(tmp_path: Path) -> None:
     assert "capsule reused" in capsule()
 
 
-def test_a_stored_capsule_is_not_served_after_the_code_it_chose_by_moved(tmp_path: Path) -> None:
-    """The task's area comes from the tracked code: the same context files with the code that
-    defines the task's name moved into another directory give another area, so the capsule is
-    built again (and equals a fresh build), not reused from the tree before the move."""
+def _discovery_repo(tmp_path: Path) -> Path:
+    """DISCOVERY_FILES with unrelated pages enough that the capsule is a selection."""
     files = dict(DISCOVERY_FILES)
     files.update({
         f"docs/guide/page{i}.md": f"# Page {i}\n\n## Overview {i}\n\n"
         + "".join(f"Paragraph {j} of page {i} describes the dashboard layout and colours.\n" for j in range(12))
         for i in range(30)
     })
-    root = make_repo(tmp_path / "repo", files)
+    return make_repo(tmp_path / "repo", files)
+
+
+def test_a_stored_capsule_is_not_served_after_the_code_it_chose_by_moved(tmp_path: Path) -> None:
+    """The task's area comes from the tracked code: the same context files with the code that
+    defines the task's name moved into another directory give another area, so the capsule is
+    built again (and equals a fresh build), not reused from the tree before the move."""
+    root = _discovery_repo(tmp_path)
     task = "Add a `RefreshInterval` option to our new inventory source"
     first = build_capsule(Repo.discover(root), task)
     assert "Every mechanism implements the Discoverer interface" in first.text
@@ -282,21 +287,7 @@ def test_an_unstaged_edit_to_the_code_does_not_move_the_area_until_it_is_staged(
     unstaged edit that moves the task's name into another directory leaves the capsule as it
     was (a fresh build gives the same bytes the stored one has, so serving it is right); once
     the edit is staged the capsule is built again and brings the new directory's README."""
-    files = {
-        "AGENTS.md": "# Guide\n\nKeep diffs small.\n",
-        "discovery/README.md": "# Service discovery\n\n## Writing a mechanism\n\nEvery mechanism implements "
-        "the Discoverer interface and registers its config type.\n",
-        "discovery/consul/consul.go": "package consul\n\ntype SDConfig struct { RefreshInterval int }\n",
-        "discovery/file/file.go": "package file\n\nfunc NewDiscovery() {}\n",
-        "storage/README.md": "# Storage\n\n## Blocks\n\nBlocks are two hours long.\n",
-        "storage/block.go": "package storage\n\nfunc Compact() {}\n",
-    }
-    files.update({
-        f"docs/guide/page{i}.md": f"# Page {i}\n\n## Overview {i}\n\n"
-        + "".join(f"Paragraph {j} of page {i} describes the dashboard layout and colours.\n" for j in range(12))
-        for i in range(30)
-    })
-    root = make_repo(tmp_path / "repo", files)
+    root = _discovery_repo(tmp_path)
     task = "Add a `RefreshInterval` option to our new inventory source"
     first = build_capsule(Repo.discover(root), task)
     assert "Every mechanism implements the Discoverer interface" in first.text
