@@ -131,7 +131,7 @@ class Search:
     def _start(self, specs: Sequence[str], cached: bool) -> list[tuple[str | None, Any]]:
         from gitpilot.gitrun import start_git
 
-        grep = ["grep", "--cached"] if cached else ["grep"]
+        grep = _grep(cached)
         pats = [a for n in self.together for a in ("-e", n)]
         procs: list[tuple[str | None, Any]] = []
         for chunk in _chunks(specs):
@@ -149,33 +149,35 @@ class Search:
         for proc in self.changed or ():
             data, _ = proc.communicate()
             changed.update(p for p in data.decode("utf-8", "surrogateescape").split("\0") if p in self.files)
-        ours = self._ours if self.within else None
-        keep = (lambda p: _unquoted(p) not in changed) if changed else None
-        self._read(self.procs, out, ours, keep)
+        within, ours = self.within, self._ours
+
+        def wanted(printed: str) -> bool:  # one of ours, and not one the index holds otherwise
+            return (not within or ours(printed)) and (not changed or _unquoted(printed) not in changed)
+
+        self._read(self.procs, out, wanted if within or changed else None)
         if changed:  # those files as the index holds them
-            self._read(self._start(sorted(changed), cached=True), out, None, None)
+            self._read(self._start(sorted(changed), cached=True), out, None)
         for name, partners in sorted(overlaps(self.together).items()):
             maybe = sorted(set().union(*(out[b] for b in partners)) - out[name])
             if maybe:
                 out[name].update(self._again(name, maybe, changed))
         return {n: sorted(v) for n, v in out.items()}
 
-    def _read(self, procs: list[tuple[str | None, Any]], out: dict[str, set[str]], ours: Any, keep: Any) -> None:
+    def _read(self, procs: list[tuple[str | None, Any]], out: dict[str, set[str]], wanted: Any) -> None:
         """Add what ``procs`` print to ``out``: the files (as git printed them) that hold each name,
-        those ``ours`` and ``keep`` accept (when given)."""
+        those ``wanted`` accepts (when given)."""
         # "path:name" lines: no name here has a colon, so only the name printed ends the line
         ends = [(b":" + n.encode("utf-8", "surrogateescape"), n) for n in self.together]
         for name, proc in procs:
             data, _ = proc.communicate()
             if name is not None:
-                out[name].update(p for p in _lines(data)
-                                 if (ours is None or ours(p)) and (keep is None or keep(p)))
+                out[name].update(p for p in _lines(data) if wanted is None or wanted(p))
                 continue
             for line in data.split(b"\n"):
                 for end, n in ends:
                     if line.endswith(end):
                         printed = line[: -len(end)].decode("utf-8", "surrogateescape")
-                        if (ours is None or ours(printed)) and (keep is None or keep(printed)):
+                        if wanted is None or wanted(printed):
                             out[n].add(printed)
                         break
 
@@ -192,10 +194,9 @@ class Search:
         if any(p not in self.files for p in paths):  # a name git printed that is not ours: all files
             paths = sorted(self.files)
         found: list[str] = []
-        for cached, group in ((False, [p for p in paths if p not in changed]), (True, [p for p in paths if p in changed])):
-            for chunk in _chunks(group):
-                grep = ["grep", "--cached"] if cached else ["grep"]
-                proc = run_git([*grep, "-l", *_GREP, "-e", name, "--", *chunk], self.root, env=_ENV, check=False)
+        for cached in (False, True):
+            for chunk in _chunks([p for p in paths if (p in changed) == cached]):
+                proc = run_git([*_grep(cached), "-l", *_GREP, "-e", name, "--", *chunk], self.root, env=_ENV, check=False)
                 found += _lines(proc.stdout)
         return found
 
@@ -204,6 +205,11 @@ class Search:
 # and the search runs beside the build, which takes longer than it either way.
 _GREP = ("-I", "-F", "--no-color", "--threads=1")
 _ENV = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
+def _grep(cached: bool) -> list[str]:
+    """``git grep`` of the working tree, or of the index (``--cached``)."""
+    return ["grep", "--cached"] if cached else ["grep"]
 
 
 def _lines(data: bytes) -> list[str]:
@@ -280,6 +286,7 @@ def covering(paths: Iterable[str], files: Sequence[str], limit: int = GREP_PATHS
     a directory above one is replaced by its entries that hold one of ``files``, down to the
     files themselves, even past ``limit``."""
     wanted = set(files)
+    never = list(never)
     others: dict[str, int] = {}  # directory -> tracked files below it that are not ``files``
     kids: dict[str, set[str]] = {}  # directory ("" the root) -> its entries that hold one of ``files``
     for p in paths:
@@ -306,7 +313,7 @@ def covering(paths: Iterable[str], files: Sequence[str], limit: int = GREP_PATHS
     specs = set(kids.get("", ()))
     above = {n[:i] for n in never for i in range(len(n)) if n[i] == "/"}  # the directories above them
     if len(specs) > limit:
-        return ["."] if not above and not any("/" not in n for n in never) else _apart(specs, kids, above)
+        return _apart(specs, kids, above) if never else ["."]
     while True:
         for _n, d in sorted((-others.get(d, 0), d) for d in specs if d in kids and others.get(d, 0) > 0):
             if len(specs) - 1 + len(kids[d]) <= limit:
