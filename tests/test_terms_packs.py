@@ -10,6 +10,7 @@ from pathlib import Path
 from conftest import capsule_text, forget_capsules, git, make_repo
 
 from gitpilot.context import terms as T
+from gitpilot.context import treeterms as TT
 from gitpilot.context.markdown import parse, split_lines
 
 DOCS = {f"docs/topic{i:03d}.md": f"# Topic {i}\n\nThe cache of topic {i} expires.\n\n## Part\n\nMore on {i}.\n"
@@ -112,7 +113,7 @@ def test_a_tree_record_answers_as_each_document_does(tmp_path: Path) -> None:
         lines = split_lines(text)
         docs.append(T.compute(parse(text, None, lines), lines))
     docs.append(T.DocTerms.from_bytes(docs[6].to_bytes()))  # as read back from the cache
-    tree = T.TreeTerms.read(T.tree_record("key", docs), "key", [len(d.lengths) for d in docs])
+    tree = TT.TreeTerms.read(TT.tree_record("key", docs), "key", [len(d.lengths) for d in docs])
     assert tree is not None
     words = {w for d in docs for w in d.postings} | {"", "nowhere", "a", "zzzz"}
     for d, want in enumerate(docs):
@@ -130,15 +131,15 @@ def test_a_tree_record_answers_as_each_document_does(tmp_path: Path) -> None:
         copied = pickle.loads(pickle.dumps(got))  # (bench fit --jobs sends cases to worker processes)
         assert _fields(copied) == _fields(want) and copied.held(asked) == want.held(asked)
     # another key, another layout, other section counts, damaged bytes: not used
-    record = T.tree_record("key", docs)
+    record = TT.tree_record("key", docs)
     counts = [len(d.lengths) for d in docs]
-    assert T.TreeTerms.read(record, "other", counts) is None
-    assert T.TreeTerms.read(record, "key", [*counts[:-1], counts[-1] + 1]) is None
-    assert T.TreeTerms.read(record, "key", counts[:-1]) is None
-    assert T.TreeTerms.read(record[: len(record) // 2], "key", counts) is None
+    assert TT.TreeTerms.read(record, "other", counts) is None
+    assert TT.TreeTerms.read(record, "key", [*counts[:-1], counts[-1] + 1]) is None
+    assert TT.TreeTerms.read(record, "key", counts[:-1]) is None
+    assert TT.TreeTerms.read(record[: len(record) // 2], "key", counts) is None
     flipped = bytearray(record)
     flipped[len(record) // 2] ^= 0x01  # one bit of the contents: its digest no longer holds
-    assert T.TreeTerms.read(bytes(flipped), "key", counts) is None
+    assert TT.TreeTerms.read(bytes(flipped), "key", counts) is None
 
 
 def _fresh(root: Path, task: str) -> str:

@@ -442,3 +442,47 @@ def refresh_section_maps(repo: Repo) -> int:
         except PilotError:
             pass  # a broken config is reported by the commands, not by a background hook
     return refresh_maps(repo, _EMPTY_TREE, head, patterns=patterns)
+
+
+class CleanBlobs:
+    """Blob ids whose text holds no credential format, as ``redact.contains_secret`` says: a file
+    whose blob is known clean is not scanned again. The verdict belongs to the redaction rules, so
+    the list is kept per digest of ``gitpilot/redact.py`` (new rules, a new list), machine-local,
+    beside the term statistics (``<git common dir>/pilot/terms/clean-<digest>``)."""
+
+    def __init__(self, pilot_dir: Path | None) -> None:
+        self.path: Path | None = None
+        self.known: set[str] = set()
+        self.new: set[str] = set()
+        if pilot_dir is None:
+            return
+        import hashlib
+
+        from gitpilot import redact
+
+        try:
+            digest = hashlib.blake2b(Path(redact.__file__).read_bytes(), digest_size=8).hexdigest()
+        except OSError:
+            return
+        self.path = pilot_dir / "terms" / f"clean-{digest}"
+        try:
+            self.known = set(self.path.read_text("ascii").split())
+        except (OSError, UnicodeDecodeError):
+            self.known = set()
+
+    def holds(self, blob: str) -> bool:
+        return bool(blob) and blob in self.known
+
+    def add(self, blobs: Iterable[str]) -> None:
+        """Remember these blobs as clean (written at once; best effort)."""
+        fresh = {b for b in blobs if b and b not in self.known}
+        if not fresh or self.path is None:
+            return
+        self.known |= fresh
+        from gitpilot.fileio import atomic_write
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, ("\n".join(sorted(self.known)) + "\n").encode("ascii"))
+        except OSError:
+            pass

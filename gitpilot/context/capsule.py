@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.context import sources
-from gitpilot.context.cache import code_id, fingerprint
+from gitpilot.context.cache import CleanBlobs, code_id, fingerprint
 from gitpilot.context.mandatory import (
     SKIP_STATUSES,
     Files,
@@ -434,7 +434,6 @@ def _load_maps(
         p: (srcs[p].blob, t, files.lines[p]) for p, t in files.texts.items() if _markdownish(p) or p in srcs
     }
     from gitpilot.context.parallel import map_all
-    from gitpilot.context.terms import CleanBlobs
 
     known = CleanBlobs(repo.pilot_dir if use_cache else None)
     unknown = [p for p, v in md.items() if not known.holds(v[0])]
