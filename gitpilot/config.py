@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gitpilot.errors import PilotError
-from gitpilot.fileio import atomic_write
+from gitpilot.fileio import keep, read_kept
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs import time on hot paths
@@ -222,13 +222,7 @@ def load(root: Path, cache: Path | None = None) -> Config:
 def _cached_doc(cache: Path | None, data: bytes) -> dict[str, Any] | None:
     if cache is None:
         return None
-    import marshal
-
-    try:
-        with open(cache, "rb") as fh:
-            kept = marshal.loads(fh.read())
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    kept = read_kept(cache)
     if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == data and isinstance(kept[1], dict):
         return kept[1]
     return None
@@ -237,14 +231,7 @@ def _cached_doc(cache: Path | None, data: bytes) -> dict[str, Any] | None:
 def _keep_doc(cache: Path | None, data: bytes, doc: dict[str, Any]) -> None:
     if cache is None:
         return
-    import marshal
-
-    try:
-        blob = marshal.dumps((data, doc))  # a TOML date or time is not marshalable: not cached
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache, blob)  # a cache of the parsed file: not synced
-    except (ValueError, OSError):
-        pass
+    keep(cache, (data, doc))  # a TOML date or time is not marshalable: not cached
 
 
 def parse_toml(path: Path, data: bytes, cache: Path | None = None) -> Config:

@@ -3,12 +3,19 @@
 Every file git pilot replaces goes through ``atomic_write``, and every rename through
 ``rename``: this is the one module that calls ``os.replace``. Each caller states whether the
 file must survive a crash (``fsync=True``: a record the user relies on, like a receipt) or
-can be rebuilt (a cache, a log, a file regenerated on the next run).
+can be rebuilt (a cache, a log, a file regenerated on the next run). The machine-local caches
+(the index listing, the parsed config, the capsule's kept records) are written by ``keep`` and
+read by ``read_kept``: best effort both ways, each caller checking that what it reads is its own.
 """
 
 from __future__ import annotations
 
+import marshal
 import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs import time on the hot paths that write through this module
+    from typing import Any
 
 
 def file_signature(path: str | os.PathLike[str]) -> str | None:
@@ -19,6 +26,29 @@ def file_signature(path: str | os.PathLike[str]) -> str | None:
     except OSError:
         return None
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def read_kept(path: str | os.PathLike[str]) -> Any:
+    """The value of a machine-local record written by ``keep``; None when there is none or it
+    does not load (the caller checks that the value is the record it wants)."""
+    try:
+        with open(path, "rb") as fh:
+            return marshal.loads(fh.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+
+
+def keep(path: str | os.PathLike[str], value: Any) -> bool:
+    """Keep ``value`` in ``path`` (``marshal``, atomically, its directory made): a cache, worked
+    out again when lost, so not synced and best effort: False when it could not be written (a
+    value marshal cannot hold, a full or read-only disk)."""
+    try:
+        data = marshal.dumps(value)
+        os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+        atomic_write(path, data)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def append_whole_line(fd: int, line: bytes) -> None:

@@ -277,7 +277,7 @@ class Repo:
         in place, so a rewrite gives it a new inode, as the capsule's stamp relies on too). The
         signature is taken before git reads the index: a change while it lists leaves a listing
         that is never used. Best effort; a record that does not load is not used."""
-        import marshal
+        from gitpilot.fileio import keep, read_kept
 
         index = self.git_dir / "index"
         try:
@@ -287,23 +287,13 @@ class Repo:
             sig = []
         kept = self.git_dir / "pilot" / "index-listing"
         if sig:
-            try:
-                with open(kept, "rb") as fh:
-                    got = marshal.loads(fh.read())
-                if isinstance(got, tuple) and len(got) == 3 and got[0] == _LISTING and got[1] == sig \
-                        and isinstance(got[2], bytes):
-                    return got[2]
-            except (OSError, EOFError, ValueError, TypeError):
-                pass
+            got = read_kept(kept)
+            if isinstance(got, tuple) and len(got) == 3 and got[0] == _LISTING and got[1] == sig \
+                    and isinstance(got[2], bytes):
+                return got[2]
         out = self.git("ls-files", "-s", "-z")
         if sig:
-            from gitpilot.fileio import atomic_write
-
-            try:
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(kept, marshal.dumps((_LISTING, sig, out)))
-            except OSError:
-                pass
+            keep(kept, (_LISTING, sig, out))
         return out
 
     def worktree_changed(self, paths: Sequence[str]) -> set[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from gitpilot.fileio import atomic_write, rename
+from gitpilot.fileio import atomic_write, keep, read_kept, rename
 
 
 def _mode(path: Path) -> int:
@@ -145,3 +145,23 @@ def test_rename_moves_a_symlink_as_itself(tmp_path: Path) -> None:
     rename(tmp_path / "pre-push", tmp_path / "pre-push.legacy", fsync=True)
     assert not (tmp_path / "pre-push").exists()
     assert os.readlink(tmp_path / "pre-push.legacy") == "real-hook"
+
+
+def test_a_kept_record_reads_back_and_one_that_does_not_load_reads_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "pilot" / "area" / "tree-0123"  # its directories are made
+    assert keep(path, ("key", ["a.py"], {"d": {"word": 2}}))
+    assert read_kept(path) == ("key", ["a.py"], {"d": {"word": 2}})
+    assert read_kept(tmp_path / "absent") is None
+    for broken in (b"", b"\xff\x00garbage", path.read_bytes()[:-3]):
+        path.write_bytes(broken)
+        assert read_kept(path) is None
+
+
+def test_a_value_that_cannot_be_kept_leaves_the_old_record_and_no_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "memo"
+    assert keep(path, {"tree": "scoped"})
+    assert not keep(path, {"tree": object()})  # not marshalable
+    assert read_kept(path) == {"tree": "scoped"}
+    assert not keep(path / "under-a-file", {"tree": "other"})  # its directory cannot be made: False, nothing raised
+    assert read_kept(path) == {"tree": "scoped"}
+    assert _strays(tmp_path) == []

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gitpilot.config import CheckSpec
-from gitpilot.fileio import atomic_write
+from gitpilot.fileio import keep, read_kept
 from gitpilot.repo import Repo
 
 MEMO = "scopes.memo"
@@ -140,13 +140,7 @@ class _Memo:
 
     def _load(self) -> dict[str, str]:
         if self._data is None:
-            import marshal
-
-            try:
-                with open(self.path, "rb") as fh:
-                    data = marshal.loads(fh.read())
-            except (OSError, ValueError, EOFError, TypeError):
-                data = {}
+            data = read_kept(self.path)
             self._data = data if isinstance(data, dict) else {}
         return self._data
 
@@ -168,12 +162,5 @@ class _Memo:
             data.pop(k, None)  # re-inserted last: the newest entries survive the trim
         data.update(new)
         kept = dict(list(data.items())[-_MEMO_ENTRIES:])
-        import marshal
-
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # a memo (worked out again when lost): not synced; concurrent writers: the last one wins
-            atomic_write(self.path, marshal.dumps(kept))
-        except OSError:
-            pass
+        keep(self.path, kept)  # a memo, worked out again when lost; concurrent writers: the last one wins
         self._data = kept

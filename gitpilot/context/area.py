@@ -24,7 +24,6 @@ The search runs in the background (``start``) while the documents are read and s
 
 from __future__ import annotations
 
-import marshal
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gitpilot.context.text import Identifier, tokens
+from gitpilot.fileio import keep, read_kept
 
 K1 = 1.2  # how fast a word's evidence grows with the files that hold it
 NAME_WEIGHT = 2.0  # of one identifier's evidence, against the words' BM25
@@ -381,11 +381,7 @@ class TreeCache:
         from gitpilot.context.cache import code_id
 
         self.path = pilot_dir / "area" / f"tree-{code_id()[:16]}"
-        try:
-            with open(self.path, "rb") as fh:
-                got = marshal.loads(fh.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            return
+        got = read_kept(self.path)
         if _valid_record(got):
             self._record = got
 
@@ -420,13 +416,7 @@ class TreeCache:
     def save(self) -> None:
         if not self._changed or self.path is None:
             return
-        from gitpilot.fileio import atomic_write
-
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, marshal.dumps(self._record))
-        except (OSError, ValueError):
-            pass
+        keep(self.path, self._record)
         self._changed = False
 
 

@@ -7,11 +7,11 @@ per-tree records (``area.TreeCache``, ``conventions.KeptPriors``).
 
 from __future__ import annotations
 
-import marshal
 from collections.abc import Sequence
 from pathlib import Path
 
 from gitpilot.context.frontmatter import FrontMatter
+from gitpilot.fileio import keep, read_kept
 
 
 class KeptCandidates:
@@ -47,11 +47,7 @@ class KeptCandidates:
         """The kept (kind, front matter, its tokens, path words) of each candidate, or None."""
         if key is None or self.path is None:
             return None
-        try:
-            with open(self.path, "rb") as fh:
-                got = marshal.loads(fh.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            return None
+        got = read_kept(self.path)
         if not (isinstance(got, tuple) and len(got) == 2 and got[0] == key and isinstance(got[1], list)):
             return None
         rows = got[1]
@@ -63,14 +59,7 @@ class KeptCandidates:
     def put(self, key: str | None, rows: Sequence[tuple[str, FrontMatter, Sequence[str], dict[str, int]]]) -> None:
         if key is None or self.path is None:
             return
-        from gitpilot.fileio import atomic_write
-
-        record = (key, [(kind, f.text, list(f.scopes), f.always, list(toks), bag) for kind, f, toks, bag in rows])
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, marshal.dumps(record))
-        except (OSError, ValueError):
-            pass
+        keep(self.path, (key, [(kind, f.text, list(f.scopes), f.always, list(toks), bag) for kind, f, toks, bag in rows]))
 
 
 def _kept_row(row: object) -> bool:

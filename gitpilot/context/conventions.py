@@ -16,7 +16,6 @@ then the weaker of the two). ``select`` turns a prior into a score and caps the 
 
 from __future__ import annotations
 
-import marshal
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Protocol
 
 from gitpilot.context.markdown import Section, SectionMap, link_target, range_text
 from gitpilot.context.text import word_tokens
+from gitpilot.fileio import keep, read_kept
 
 # Convention classes: what a heading names when a section says how to test, commit, build or
 # format. Each has core words ("commit message", "running tests") and weak ones ("workflow",
@@ -201,21 +201,11 @@ class KeptPriors:
             return convention_priors(docs, task)
         # (a task about documentation has a class more: its priors are kept beside the others)
         path = self.path.with_name(self.path.name + ("-docs" if _DOCS_TASK.search(task) else ""))
-        try:
-            with open(path, "rb") as fh:
-                got = marshal.loads(fh.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            got = None
+        got = read_kept(path)
         if isinstance(got, tuple) and len(got) == 3 and got[0] == key and _valid(got[1], got[2], docs):
             return got[1], got[2]
         priors, linked = convention_priors(docs, task)
-        from gitpilot.fileio import atomic_write
-
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, marshal.dumps((key, priors, linked)))
-        except (OSError, ValueError):
-            pass
+        keep(path, (key, priors, linked))
         return priors, linked
 
     @staticmethod

@@ -24,7 +24,7 @@ from __future__ import annotations
 import marshal
 import os
 
-from gitpilot.fileio import atomic_write
+from gitpilot.fileio import atomic_write, read_kept
 from gitpilot.gitenv import REPO_LOCATION_VARS, find_git
 
 TYPE_CHECKING = False
@@ -188,11 +188,7 @@ def express(cwd: str | os.PathLike[str], task_text: str, agent: str = "") -> Hit
     if found is None:
         return None
     root, git_dir = found
-    try:
-        with open(stamp_path(git_dir, stamp_key(task_text, agent)), "rb") as fh:
-            stamp = marshal.loads(fh.read())
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    stamp = read_kept(stamp_path(git_dir, stamp_key(task_text, agent)))
     from gitpilot import __version__
 
     tid = stamp.get("task_id") if isinstance(stamp, dict) else None

@@ -134,34 +134,24 @@ def kept_index_roles(inv: sources.Inventory, opts: sources.Options, memory: str)
     the options and the code only: a new task on vercel/ai does not classify 8,066 paths again
     (~10 ms). A record for other paths, options or code, or one that does not hold together, is
     not used."""
-    import marshal
-
     import blake3
 
     from gitpilot.context.cache import code_id
+    from gitpilot.fileio import keep, read_kept
 
     paths = list(inv.entries)
     head = repr((opts.files, opts.files_configured, opts.rule_files, opts.instruction_files, memory))
     key = blake3.blake3((head + "\1" + "\0".join(paths)).encode("utf-8", "surrogateescape")).hexdigest()
     where = os.path.join(os.fspath(inv.repo.pilot_dir), "plan", f"tree-{code_id()[:16]}")
-    try:
-        with open(where, "rb") as fh:
-            got = marshal.loads(fh.read())
-        if isinstance(got, tuple) and len(got) == 2 and got[0] == key and isinstance(got[1], dict):
-            kept: dict[str, list[str]] = got[1]
-            entries = inv.entries
-            if all(p in entries and type(r) is list and r and _INDEX_ROLES.issuperset(r) for p, r in kept.items()):
-                return kept
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
+    got = read_kept(where)
+    if isinstance(got, tuple) and len(got) == 2 and got[0] == key and isinstance(got[1], dict):
+        kept: dict[str, list[str]] = got[1]
+        entries = inv.entries
+        if all(p in entries and type(r) is list and r and all(type(x) is str for x in r) and _INDEX_ROLES.issuperset(r)
+               for p, r in kept.items()):
+            return kept
     out = sources.index_roles(paths, opts, memory)
-    from gitpilot.fileio import atomic_write
-
-    try:
-        os.makedirs(os.path.dirname(where), exist_ok=True)
-        atomic_write(where, marshal.dumps((key, out)))
-    except (OSError, ValueError):
-        pass
+    keep(where, (key, out))
     return out
 
 

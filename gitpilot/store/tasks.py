@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gitpilot.errors import PilotError
-from gitpilot.fileio import atomic_write
+from gitpilot.fileio import atomic_write, read_kept
 from gitpilot.repo import Repo
 
 _ID = re.compile(r"^[0-9a-f]{8,64}$")
@@ -137,13 +137,7 @@ def local_files(repo: Repo, tid: str) -> list[Path]:
 
 
 def _stamp_names(path: Path, tid: str) -> bool:
-    import marshal
-
-    try:
-        with open(path, "rb") as fh:
-            stamp = marshal.loads(fh.read())
-    except (OSError, ValueError, EOFError, TypeError):
-        return False
+    stamp = read_kept(path)
     return isinstance(stamp, dict) and stamp.get("task_id") == tid
 
 
