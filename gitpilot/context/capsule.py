@@ -181,8 +181,9 @@ def _candidates(
     from gitpilot.context.features import path_counts
     from gitpilot.context.links import linked_documents
     from gitpilot.context.select import Doc
-    from gitpilot.context.terms import TermCache, terms_for_all
+    from gitpilot.context.terms import TermCache
     from gitpilot.context.text import tokens
+    from gitpilot.context.treeterms import terms_for_all
 
     paths = [
         p

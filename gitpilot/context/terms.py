@@ -12,7 +12,8 @@ build), in one ``terms/pack-<digest>`` file for all of them: creating a file is 
 storing (on ext4 right after a cache was wiped, a new inode each costs more than counting a file's
 terms), and a new task reads one file instead of hundreds. They hold words of the documentation, so
 they are never written to a note. A section withheld for a credential has no entry (nothing of it is stored), and
-a file with a credential in it is never cached at all.
+a file with a credential in it is never cached at all. ``treeterms.terms_for_all`` asks for them,
+a tree's candidates at once.
 """
 
 from __future__ import annotations
@@ -25,12 +26,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitpilot.context.markdown import SectionMap, range_text
-
-if TYPE_CHECKING:  # pragma: no cover
-    from gitpilot.context.treeterms import TreeTerms
 
 FORMAT = 4  # 4: one index string and one buffer a file (3: a dict of packed postings; 2: lists)
 TermCounts = dict[str, int]
@@ -275,7 +272,7 @@ MAX_PACKS = 8  # with this many packs, the next one holds them all and they go
 class TermCache:
     """Per-blob term statistics under ``<git common dir>/pilot/terms/``: one file a blob, or packs
     of many (``pack-<digest>``: marshal of the layout and a dict of blob -> ``DocTerms.to_bytes``);
-    with ``code`` (``cache.code_id()``), the tree's record by token (``treeterms.TreeTerms``) too."""
+    with ``code`` (``cache.code_id()``), the place of the tree's record by token (``treeterms``) too."""
 
     def __init__(self, pilot_dir: Path | None, code: str = "") -> None:
         self.files = ObjectFiles(pilot_dir / "terms" if pilot_dir is not None else None)
@@ -309,8 +306,9 @@ class TermCache:
                 self._packed.update(self._read_pack(name))
         return self._packed
 
-    def _tree_path(self, key_parts: Sequence[str]) -> tuple[str, str] | None:
-        """Where the tree's record is, and its key (of ``key_parts``, the blobs, and the code)."""
+    def tree_place(self, key_parts: Sequence[str]) -> tuple[str, str] | None:
+        """Where the tree's record (``treeterms``) is kept, and its key (of ``key_parts``, the
+        blobs, and the code); None without a place or a code."""
         code = self.code
         if self.root is None or not code:
             return None
@@ -321,35 +319,6 @@ class TermCache:
             h.update(blob.encode("ascii", "replace") + b"\n")
         h.update(code.encode("ascii", "replace"))
         return os.path.join(os.path.dirname(os.fspath(self.root)), "postings", f"tree-{code[:16]}"), h.hexdigest()
-
-    def tree(self, blobs: Sequence[str], counts: Sequence[int]) -> TreeTerms | None:
-        """The tree's record for exactly these blobs (in this order), whose documents have these
-        section counts; None when there is none, or it is another's, or it does not hold together."""
-        where = self._tree_path(blobs) if blobs else None
-        if where is None:
-            return None
-        try:
-            with open(where[0], "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return None
-        from gitpilot.context.treeterms import TreeTerms
-
-        return TreeTerms.read(data, where[1], counts)
-
-    def put_tree(self, blobs: Sequence[str], docs: Sequence[DocTerms]) -> None:
-        """Keep the tree's record of ``docs`` (the statistics of ``blobs``; best effort, one tree)."""
-        where = self._tree_path(blobs) if blobs else None
-        if where is None:
-            return
-        from gitpilot.context.treeterms import tree_record
-        from gitpilot.fileio import atomic_write
-
-        try:
-            os.makedirs(os.path.dirname(where[0]), exist_ok=True)
-            atomic_write(where[0], tree_record(where[1], docs))
-        except (OSError, ValueError):
-            pass
 
     def get(self, blob: str) -> DocTerms | None:
         data = self._packs().get(blob)
@@ -408,50 +377,3 @@ class TermCache:
                 self._packed = dict(body)
             else:
                 self._packed.update(body)
-
-
-def terms_for(
-    cache: TermCache, blob: str, smap: SectionMap, lines: Sequence[str], *, cacheable: bool
-) -> DocTerms:
-    """The counts of one file: from the cache when its blob is known and the entry fits the map."""
-    return terms_for_all(cache, [(blob, smap, lines, cacheable)])[0]
-
-
-def terms_for_all(
-    cache: TermCache, files: Sequence[tuple[str, SectionMap, Sequence[str], bool]]
-) -> list[DocTerms]:
-    """``terms_for`` of each (blob, map, lines, cacheable): those of the cacheable files from the
-    tree's record (``treeterms.TreeTerms``) when it holds exactly these blobs, else from the cache, those not
-    in the cache counted side by side (``parallel``: each file's counts depend on it alone), then
-    stored; when none had to be counted, the tree's record is made for the next task."""
-    from gitpilot.context.parallel import map_all
-
-    keyed = [i for i, (blob, _smap, _lines, cacheable) in enumerate(files) if cacheable and blob]
-    tree = cache.tree([files[i][0] for i in keyed], [files[i][1].count for i in keyed])
-    out: list[DocTerms | None] = [None] * len(files)
-    if tree is not None:
-        for j, i in enumerate(keyed):
-            out[i] = tree.doc(j)
-    else:
-        for i in keyed:
-            got = cache.get(files[i][0])
-            out[i] = got if got is not None and len(got.lengths) == files[i][1].count else None
-    todo = [i for i, got in enumerate(out) if got is None]
-
-    def count(i: int) -> DocTerms:
-        _blob, smap, lines, _cacheable = files[i]
-        return compute(smap, lines)
-
-    store: dict[str, DocTerms] = {}
-    for i, fresh in zip(todo, map_all(count, todo, DocTerms.to_bytes, DocTerms.from_bytes), strict=True):
-        out[i] = fresh
-        blob, _smap, _lines, cacheable = files[i]
-        if cacheable and blob:
-            store[blob] = fresh
-    cache.put_all(store, live=[blob for blob, _smap, _lines, _cacheable in files if blob])
-    done = [t for t in out if t is not None]
-    if tree is None and not store:
-        # (made on the second look at a tree, when every statistic came from the cache: a build
-        # that counted some just now, as a cold one, does not also pay for the tree's record)
-        cache.put_tree([files[i][0] for i in keyed], [done[i] for i in keyed])
-    return done

@@ -1,4 +1,4 @@
-"""The term statistics of one tree's candidate documents in one record, by token.
+"""The term statistics of one tree's candidate documents: ``terms_for_all``.
 
 ``terms.TermCache`` keeps each document's statistics (``terms.DocTerms``) by blob; a new task on
 the same tree reads them all back from one record instead (``TreeTerms``, in
@@ -11,13 +11,15 @@ own ``DocTerms`` does.
 from __future__ import annotations
 
 import marshal
+import os
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, chain
 from typing import overload
 
-from gitpilot.context.terms import LAYOUT, PAIR_BYTES, UINT32, DocTerms
+from gitpilot.context.markdown import SectionMap
+from gitpilot.context.terms import LAYOUT, PAIR_BYTES, UINT32, DocTerms, TermCache, compute
 
 
 def _rising(bounds: array[int] | memoryview, last: int) -> bool:
@@ -398,3 +400,72 @@ class TreeDocTerms(DocTerms):
         """Pickled as the document's own ``DocTerms`` (another process has no tree record): the
         inherited state would be handed to this class's constructor, which takes the tree."""
         return (DocTerms, self._state())
+
+
+def read_tree(cache: TermCache, blobs: Sequence[str], counts: Sequence[int]) -> TreeTerms | None:
+    """The tree's record for exactly these blobs (in this order), whose documents have these
+    section counts; None when there is none, or it is another's, or it does not hold together."""
+    where = cache.tree_place(blobs) if blobs else None
+    if where is None:
+        return None
+    try:
+        with open(where[0], "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return TreeTerms.read(data, where[1], counts)
+
+
+def keep_tree(cache: TermCache, blobs: Sequence[str], docs: Sequence[DocTerms]) -> None:
+    """Keep the tree's record of ``docs`` (the statistics of ``blobs``; best effort, one tree)."""
+    where = cache.tree_place(blobs) if blobs else None
+    if where is None:
+        return
+    from gitpilot.fileio import atomic_write
+
+    try:
+        os.makedirs(os.path.dirname(where[0]), exist_ok=True)
+        atomic_write(where[0], tree_record(where[1], docs))
+    except (OSError, ValueError):
+        pass
+
+
+def terms_for_all(
+    cache: TermCache, files: Sequence[tuple[str, SectionMap, Sequence[str], bool]]
+) -> list[DocTerms]:
+    """The statistics of each file (blob, map, lines, cacheable): those of the cacheable files from
+    the tree's record (``TreeTerms``) when it holds exactly these blobs, else from ``cache`` when
+    its blob is known and the entry fits the map; the others counted side by side (``parallel``:
+    each file's counts depend on it alone), then stored; when none had to be counted, the tree's
+    record is made for the next task."""
+    from gitpilot.context.parallel import map_all
+
+    keyed = [i for i, (blob, _smap, _lines, cacheable) in enumerate(files) if cacheable and blob]
+    tree = read_tree(cache, [files[i][0] for i in keyed], [files[i][1].count for i in keyed])
+    out: list[DocTerms | None] = [None] * len(files)
+    if tree is not None:
+        for j, i in enumerate(keyed):
+            out[i] = tree.doc(j)
+    else:
+        for i in keyed:
+            got = cache.get(files[i][0])
+            out[i] = got if got is not None and len(got.lengths) == files[i][1].count else None
+    todo = [i for i, got in enumerate(out) if got is None]
+
+    def count(i: int) -> DocTerms:
+        _blob, smap, lines, _cacheable = files[i]
+        return compute(smap, lines)
+
+    store: dict[str, DocTerms] = {}
+    for i, fresh in zip(todo, map_all(count, todo, DocTerms.to_bytes, DocTerms.from_bytes), strict=True):
+        out[i] = fresh
+        blob, _smap, _lines, cacheable = files[i]
+        if cacheable and blob:
+            store[blob] = fresh
+    cache.put_all(store, live=[blob for blob, _smap, _lines, _cacheable in files if blob])
+    done = [t for t in out if t is not None]
+    if tree is None and not store:
+        # (made on the second look at a tree, when every statistic came from the cache: a build
+        # that counted some just now, as a cold one, does not also pay for the tree's record)
+        keep_tree(cache, [files[i][0] for i in keyed], [done[i] for i in keyed])
+    return done
