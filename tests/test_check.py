@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -162,14 +163,17 @@ def test_explain_says_why(tmp_path: Path) -> None:
 
 
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
-    cfg = '[[check]]\nname = "slow"\nrun = "sh -c \'sleep 30; echo late > ../late.txt\' & sleep 30"\ntimeout_minutes = 0.02\n'
+    # The grandchild's command line names this test's own file, so another test run on the same
+    # machine (its own `sleep 30; echo late`) is never taken for a survivor of this one.
+    late = f"late-{os.getpid()}-{tmp_path.name}.txt"
+    cfg = f'[[check]]\nname = "slow"\nrun = "sh -c \'sleep 30; echo late > ../{late}\' & sleep 30"\ntimeout_minutes = 0.02\n'
     repo = project(tmp_path, config=cfg)
     res = run_pilot("check", cwd=repo, timeout=25)
     assert res.returncode == 1
-    assert "FAIL sh -c 'sleep 30; echo late > ../late.txt' & sleep 30 timed out after 0.02 min" in res.stdout
+    assert f"FAIL sh -c 'sleep 30; echo late > ../{late}' & sleep 30 timed out after 0.02 min" in res.stdout
     import subprocess
 
-    ps = subprocess.run(["pgrep", "-f", "sleep 30; echo late"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"sleep 30; echo late > ../{late}"], capture_output=True, text=True)
     assert ps.stdout.strip() == ""
 
 
