@@ -453,7 +453,6 @@ class CleanBlobs:
     def __init__(self, pilot_dir: Path | None) -> None:
         self.path: Path | None = None
         self.known: set[str] = set()
-        self.new: set[str] = set()
         if pilot_dir is None:
             return
         import hashlib
