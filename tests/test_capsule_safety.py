@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import REPO_ROOT, git, make_repo
 
 from gitpilot.context.runner import build_capsule
-from gitpilot.context.sources import MAX_FILE_BYTES
+from gitpilot.context.safepaths import MAX_FILE_BYTES
 from gitpilot.repo import Repo
 
 # A token in GitHub's format (built here so this file does not hold one literally).

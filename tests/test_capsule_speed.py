@@ -473,14 +473,14 @@ def test_front_matter_read_from_the_first_lines_is_the_front_matter_of_all_of_th
 
 
 def _long_way(root: Path, path: str) -> tuple[str | None, str]:
-    """``sources.read_text`` as first written: resolve, check inside, stat, read."""
-    from gitpilot.context import sources
+    """``safepaths.read_text`` as first written: resolve, check inside, stat, read."""
+    from gitpilot.context import safepaths
 
-    if not sources.inside(root, path):
+    if not safepaths.inside(root, path):
         return None, "outside"
     full = root / path
     try:
-        if os.stat(full).st_size > sources.MAX_FILE_BYTES:
+        if os.stat(full).st_size > safepaths.MAX_FILE_BYTES:
             return None, "too-large"
         data = full.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -492,7 +492,7 @@ def _long_way(root: Path, path: str) -> tuple[str | None, str]:
 
 
 def _tree(tmp_path: Path) -> tuple[Path, list[str]]:
-    from gitpilot.context import sources
+    from gitpilot.context import safepaths
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -500,7 +500,7 @@ def _tree(tmp_path: Path) -> tuple[Path, list[str]]:
     root = make_repo(tmp_path / "repo", {"docs/a.md": "# A\n", "docs/deep/b.md": "# B\n", "README.md": "# R\n",
                                          "~home.md": "# tilde\n"})
     (root / "docs" / "latin1.md").write_bytes("caf\xe9\n".encode("latin-1"))
-    (root / "docs" / "big.md").write_bytes(b"x" * (sources.MAX_FILE_BYTES + 1))
+    (root / "docs" / "big.md").write_bytes(b"x" * (safepaths.MAX_FILE_BYTES + 1))
     os.symlink("a.md", root / "docs" / "link.md")  # inside
     os.symlink("../../outside/secret.md", root / "docs" / "away.md")  # outside
     os.symlink(str(outside), root / "ext")  # a directory outside
@@ -512,30 +512,30 @@ def _tree(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def test_reading_a_source_gives_what_the_long_way_gives(tmp_path: Path) -> None:
-    from gitpilot.context import sources
+    from gitpilot.context import safepaths
 
     root, paths = _tree(tmp_path)
     for path in paths:
-        got = sources.read_text(root, path)
+        got = safepaths.read_text(root, path)
         assert (got.text, got.status) == _long_way(root, path), path
-    assert sources.read_text(root, "ext/secret.md").status == "outside"
-    assert sources.read_text(root, "alias/a.md").text == "# A\n"
+    assert safepaths.read_text(root, "ext/secret.md").status == "outside"
+    assert safepaths.read_text(root, "alias/a.md").text == "# A\n"
     for order, keep in ((paths, 64), (paths[::-1], 64), (paths, 1)):  # one reader, directories opened once
-        with sources.Reader(root) as reader:
+        with safepaths.Reader(root) as reader:
             reader.KEEP = keep  # (1: every directory but the path's own closed again)
             for path in order:
-                got = sources.read_text(root, path, reader)
+                got = safepaths.read_text(root, path, reader)
                 assert (got.text, got.status) == _long_way(root, path), path
 
 
 def test_one_resolver_resolves_every_path_as_realpath_does(tmp_path: Path) -> None:
-    from gitpilot.context import sources
+    from gitpilot.context import safepaths
 
     root, paths = _tree(tmp_path)
-    res = sources.Resolver(root)
+    res = safepaths.Resolver(root)
     for path in paths + ["alias", "ext", "docs/deep"]:
-        assert res.inside(path) == sources.inside(root, path), path
-        assert res.real_path(path) == sources.real_path(root, path), path
+        assert res.inside(path) == safepaths.inside(root, path), path
+        assert res.real_path(path) == safepaths.real_path(root, path), path
     assert res.real_path("alias/deep/b.md") == "docs/deep/b.md" and res.real_path("ext/secret.md") is None
 
 

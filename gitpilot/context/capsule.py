@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitpilot.context import sources
+from gitpilot.context import safepaths, sources
 from gitpilot.context.cache import CleanBlobs, code_id
 from gitpilot.context.mandatory import (
     SKIP_STATUSES,
@@ -306,7 +306,7 @@ def _copies(
     for path, text in files.texts.items():
         if path in srcs and path not in out and sources.only_imports(text):
             base = dir_of(path)
-            targets = [t for t in (sources.normalize(base, i) for i in sources.imports_of(text)) if t]
+            targets = [t for t in (safepaths.normalize(base, i) for i in sources.imports_of(text)) if t]
             out[path] = targets[0] if targets else ""
     first: dict[str, str] = {}
     for path in sorted(srcs, key=lambda p: (p not in shown, p)):
@@ -341,8 +341,8 @@ def _expand_imports(
             continue
         base = path.rsplit("/", 1)[0] if "/" in path else ""
         for spec in sources.imports_of(loaded):
-            rel = sources.normalize(base, spec)
-            if rel is None or not sources.inside(root, rel):
+            rel = safepaths.normalize(base, spec)
+            if rel is None or not safepaths.inside(root, rel):
                 skipped.append((spec, f"imported by {path}: outside the repository, refused"))
                 continue
             if rel not in srcs:
@@ -360,7 +360,7 @@ def _expand_imports(
         if src.status == "clean" and ent is not None and ent.mode in ("100644", "100755"):
             pass  # git says it is the regular file the index holds (a link there would be a change)
         elif src.status not in ("credential", "outside"):
-            target = sources.link_target(root, path)
+            target = safepaths.link_target(root, path)
         if target == "":
             src.status = "outside"
             src.note = "a symlink that leaves the repository"
@@ -376,12 +376,12 @@ def _markdownish(path: str) -> bool:
     return path.lower().endswith((".md", ".mdx", ".markdown", ".txt"))
 
 
-def _read_one(root: Path, src: sources.Source, files: Files, reader: sources.Reader | None = None) -> str | None:
+def _read_one(root: Path, src: sources.Source, files: Files, reader: safepaths.Reader | None = None) -> str | None:
     if src.path in files.texts:
         return files.texts[src.path]
     if src.status in SKIP_STATUSES:
         return None
-    loaded = sources.read_text(root, src.path, reader)
+    loaded = safepaths.read_text(root, src.path, reader)
     if loaded.text is None:
         src.status = loaded.status
         src.blob = "" if loaded.status == "outside" else src.blob
@@ -392,7 +392,7 @@ def _read_one(root: Path, src: sources.Source, files: Files, reader: sources.Rea
 
 def _read_all(root: Path, srcs: dict[str, sources.Source], files: Files,
               skipped: list[tuple[str, str]]) -> None:
-    with sources.Reader(root) as reader:
+    with safepaths.Reader(root) as reader:
         for path, src in srcs.items():
             if src.alias_of:
                 continue

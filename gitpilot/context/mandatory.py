@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitpilot.context import sources
+from gitpilot.context import safepaths, sources
 from gitpilot.context.markdown import Section, SectionMap, range_text, sha256_text, slug
 
 PROJECT_WORD_SHARE = 0.5  # a directory name in more of the context files than this names the project
@@ -164,7 +164,7 @@ def instruction_pieces(
         elif name in files.texts and sources.only_imports(files.texts[name]):
             base = name.rsplit("/", 1)[0] if "/" in name else ""
             imported = sources.imports_of(files.texts[name])
-            targets = [t for t in (sources.normalize(base, i) for i in imported) if t]
+            targets = [t for t in (safepaths.normalize(base, i) for i in imported) if t]
             notes.append(f"`{name}` only imports " + ", ".join(f"`{t}`" for t in targets))
         for t in targets:
             if t in done or t not in files.maps:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gitpilot.context import sources
+from gitpilot.context import safepaths, sources
 from gitpilot.context.cache import fingerprint
 from gitpilot.context.mandatory import Files, Piece
 from gitpilot.context.markdown import sha256_text
@@ -31,7 +31,7 @@ STATUS_WORDS = {
     "credential": "named like a credential file: never opened",
     "outside": "outside the repository: refused",
     "not-utf8": "not UTF-8 text: skipped",
-    "too-large": f"larger than {sources.MAX_FILE_BYTES} bytes: skipped",
+    "too-large": f"larger than {safepaths.MAX_FILE_BYTES} bytes: skipped",
     "missing": "missing",
 }
 

@@ -82,7 +82,8 @@ def _sha(text: str) -> str:
 
 def _read_checked(root: Path, path: str, blob: str) -> str | None:
     """The working-tree text of ``path`` if it still is ``blob`` (never a credential file)."""
-    from gitpilot.context.sources import git_blob_id, read_text
+    from gitpilot.context.safepaths import read_text
+    from gitpilot.context.sources import git_blob_id
     from gitpilot.redact import is_credential_filename
 
     if is_credential_filename(path):
