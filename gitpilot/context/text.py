@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 
@@ -157,30 +157,6 @@ def tokens(text: str) -> list[str]:
         out.extend(word_tokens(word))
     for word in long_form_words(text):
         out.extend(word_tokens(word))
-    return out
-
-
-def word_counts(text: str) -> tuple[Counter[str], int]:
-    """Each surface word of ``text`` with its count (and the abbreviation of each spelled-out
-    form, as if written), and the number of words."""
-    words = _WORD.findall(text)
-    return Counter(words + long_form_words(text)), len(words)
-
-
-def hits_for(vocab: Iterable[str], terms: Iterable[str]) -> frozenset[str]:
-    """The surface words whose tokens include one of ``terms``."""
-    want = set(terms)
-    return frozenset(w for w in vocab if not want.isdisjoint(_CACHE.get(w) or word_tokens(w)))
-
-
-def term_counts(wc: Counter[str], hits: frozenset[str], terms: set[str] | frozenset[str]) -> dict[str, int]:
-    """Counts of the query ``terms`` among counted words (only the words in ``hits`` can hold one)."""
-    out: dict[str, int] = {}
-    for word in hits.intersection(wc):
-        n = wc[word]
-        for t in _CACHE.get(word) or word_tokens(word):
-            if t in terms:
-                out[t] = out.get(t, 0) + n
     return out
 
 
