@@ -464,14 +464,9 @@ def resolve_ignored(repo: Repo, sources: dict[str, Source]) -> None:
             sources[path].blob = ""
 
 
-def ignored_context_files(repo: Repo, opts: Options, limit: int = 50) -> list[str]:
-    """Ignored files that would otherwise be context files (names only; git reads no contents)."""
-    return ignored_context_files_later(repo, opts, limit)()
-
-
 def ignored_context_files_later(repo: Repo, opts: Options, limit: int = 50) -> Callable[[], list[str]]:
-    """``ignored_context_files``, started now (git lists them while the caller works on); the call
-    returned gives the list."""
+    """Ignored files that would otherwise be context files (names only; git reads no contents),
+    listed by git while the caller works on; the call returned gives the list."""
     specs = [p if "/" in p else f":(glob)**/{p}" for p in opts.files]
     found = repo.ignored_files_later(specs)
     return lambda: [n for n in found() if not _tool_output(n)][:limit]
@@ -533,10 +528,6 @@ def only_imports(text: str) -> bool:
             return False  # the first line that is not one decides
         seen = True
     return seen
-
-
-def sorted_paths(paths: Iterable[str]) -> list[str]:
-    return sorted(set(paths))
 
 
 def under(path: str, directory: str) -> bool:

@@ -422,19 +422,3 @@ def _entry(manifest: dict[str, Any], key: str) -> dict[str, Any] | None:
         and isinstance(a["group"].get("hooks"), list)
     ]
     return entry
-
-
-def enabled_events(target: Target, root: Path) -> list[str]:
-    """The events for which the settings file holds a git pilot hook."""
-    path = settings_path(target, root)
-    if not path.is_file():
-        return []
-    try:
-        hooks = JsonFile(path, target.reader).data.get("hooks", {})
-    except PilotError:
-        return []
-    if not isinstance(hooks, dict):
-        return []
-    return sorted(e for e, groups in hooks.items() if isinstance(groups, list) and
-                  any(_is_ours(target, h, set()) for g in groups if isinstance(g, dict)
-                      for h in (g.get("hooks") or [])))

@@ -323,16 +323,6 @@ def _log_error(payload_cwd: str, agent: str = "claude") -> None:
         pass
 
 
-def claude_hook(stdin_bytes: bytes, argv: list[str]) -> int:
-    """``git pilot hook claude``: read the event on stdin, print hook output JSON, exit 0."""
-    return agent_hook("claude", stdin_bytes)
-
-
-def codex_hook(stdin_bytes: bytes, argv: list[str]) -> int:
-    """``git pilot hook codex``: read the event on stdin, print hook output JSON, exit 0."""
-    return agent_hook("codex", stdin_bytes)
-
-
 def agent_hook(agent: str, stdin_bytes: bytes) -> int:
     cwd = ""
     try:

@@ -654,9 +654,3 @@ def _resume_message(ctx: _Ctx, record: dict[str, Any]) -> tuple[str, str, dict[s
     line = (f"context changed: delta {path} ({len(body)} bytes, {nsrc} source(s), {nsec} section(s); "
             f"capsule {cap.capsule_bytes} bytes)")
     return message, "delta", given, [line], path
-
-
-def read_state_files(repo: Repo, tid: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(session record, state) of a task."""
-    files = TaskStore(repo).read(tid) or {}
-    return parse_session(files.get(SESSION_FILE)), parse_state(files.get(STATE_FILE))
