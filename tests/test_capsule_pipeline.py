@@ -385,13 +385,50 @@ def test_claude_gets_its_rules_by_hash_and_is_told_which_apply(tmp_path: Path) -
     assert "Keep a renamed keyword working" not in text  # Claude Code loads it itself
 
 
+def _mandatory(text: str) -> str:
+    return text[text.index("## Mandatory sections") : text.index("## Relevant sections")]
+
+
 def test_codex_gets_the_text_of_the_rules_that_apply(tmp_path: Path) -> None:
     text = _build(tmp_path, _rules_repo(), "Rename the `amount_cents` keyword of `total()` to `cents`",
                   agent="codex")
     memory = text[text.index("## Agent memory") : text.index("## Instruction files")]
-    assert ".claude/rules/public-api.md" not in memory  # nothing loads it for Codex: it is a candidate
-    assert "Keep a renamed keyword working for two minor releases" in _relevant(text)
+    assert ".claude/rules/public-api.md" not in memory  # nothing loads it for Codex
+    # Claude Code would load it on reading billing/invoices.py: Codex gets it whole, whatever it scores
+    mandatory = _mandatory(text)
+    assert "Keep a renamed keyword working for two minor releases" in mandatory
+    assert "a Claude Code rule for `billing/**/*.py`, which covers `billing/invoices.py`" in mandatory
     assert "Use the palette tokens." not in text
+
+
+def test_codex_gets_the_rules_claude_code_loads_for_every_task(tmp_path: Path) -> None:
+    files = {**_rules_repo(), ".claude/rules/commits.md": "# Commits\n\nSign every commit off with `-s`.\n"}
+    text = _build(tmp_path, files, "Rename the `amount_cents` keyword of `total()` to `cents`", agent="codex")
+    assert "Sign every commit off with `-s`." in _mandatory(text)
+    claude = _build(tmp_path / "claude", files, "Rename the `amount_cents` keyword of `total()` to `cents`")
+    assert "Sign every commit off with `-s`." not in claude  # Claude Code loads it itself
+
+
+def test_a_rule_applies_where_the_task_works_not_wherever_its_words_are(tmp_path: Path) -> None:
+    """The task's names are found in many directories; a path-scoped rule applies to the directory
+    the task concerns most, not to every file that mentions one of its words."""
+    files = {
+        **_rules_repo(),
+        ".claude/rules/cli.md": "---\npaths:\n  - \"cli/**\"\n---\n\n# CLI\n\n## Output\n\nPrint with `echo()`.\n",
+        # a common name of the task (``total``, in thirty files) in a file of another directory
+        "cli/report.py": "def report(rows):\n    return total(rows)\n",
+        **{f"stats/m{i}.py": f"def f{i}(rows):\n    return total(rows)\n" for i in range(30)},
+        "billing/credit.py": "from billing.invoices import total\n\ndef credit(amount_cents):\n    return -total(amount_cents)\n",
+    }
+    task = "Rename the `amount_cents` keyword of `total()` to `cents`"
+    codex = _build(tmp_path, files, task, agent="codex")
+    assert "Keep a renamed keyword working" in _mandatory(codex)
+    assert "Print with `echo()`." not in _mandatory(codex)
+    claude = _build(tmp_path / "claude", files, task)
+    memory = claude[claude.index("## Agent memory") : claude.index("## Instruction files")]
+    line = next(ln for ln in memory.splitlines() if "cli.md" in ln)
+    assert "applies" not in line
+    assert "applies to the files this task concerns" in next(ln for ln in memory.splitlines() if "public-api.md" in ln)
 
 
 def test_the_capsule_command_takes_the_agent(tmp_path: Path) -> None:

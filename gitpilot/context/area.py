@@ -44,6 +44,7 @@ MAX_ARG_BYTES = 96_000  # file arguments per git grep
 # are read.
 GREP_PATHSPECS = 64
 MAX_AREA_FILES = 2000
+CORE_HITS = 20  # a name in at most this many files (or the task's rarest) says where the task works
 _DOC_EXT = (".md", ".mdx", ".markdown", ".rst", ".txt", ".mdc", ".adoc")
 # Parts of a path that are not the code of an area: tests, fixtures, examples, vendored code, docs.
 _NOT_CODE = re.compile(
@@ -60,10 +61,14 @@ _NAME_KINDS = ("code", "camel", "snake", "call", "flag")
 
 @dataclass
 class Area:
-    """The area scores by directory and the files the evidence came from."""
+    """The area scores by directory, the files the evidence came from, and where the task works:
+    the files it names and those that hold its rarest names (``core``). A path-scoped rule
+    (``paths:``) applies to the task when it covers one of the ``core`` files; a file that holds
+    one of the task's common names somewhere else does not make it apply."""
 
     scores: dict[str, float] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    core: list[str] = field(default_factory=list)
 
 
 def code_files(paths: Iterable[str], is_credential: Any, links: Iterable[str] = ()) -> list[str]:
@@ -519,7 +524,19 @@ def scores(
             out[d] = out.get(d, 0.0) + NAME_WEIGHT * rarity * c / len(hits) * math.sqrt(min(1.0, c / size))
     best = max(out.values(), default=0.0)
     scaled = {d: v / best for d, v in out.items() if v > 0} if best > 0 else {}
-    return Area(scaled, sorted(files)[:MAX_AREA_FILES])
+    return Area(scaled, sorted(files)[:MAX_AREA_FILES], _core(named_files, found))
+
+
+def _core(named_files: Sequence[str], found: Mapping[str, Sequence[str]]) -> list[str]:
+    """``Area.core``: the files the task names, and those of each of its names found in at most
+    ``CORE_HITS`` files, or else of its rarest names."""
+    counts = [len(h) for h in found.values() if h]
+    limit = max(CORE_HITS, min(counts, default=0))
+    core = set(named_files)
+    for hits in found.values():
+        if hits and len(hits) <= limit:
+            core.update(hits)
+    return sorted(core)[:MAX_AREA_FILES]
 
 
 def common_words(query: Mapping[str, float], docs: Sequence[Any]) -> dict[str, float]:

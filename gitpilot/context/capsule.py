@@ -36,6 +36,7 @@ from gitpilot.context.mandatory import (
     is_candidate,
     mandatory_pieces,
     repeats_shown,
+    rules_claude_would_load,
     whole_file,
     withhold,
 )
@@ -109,6 +110,8 @@ def prepare(repo: Repo, task_text: str, state: Any, *, use_cache: bool = True) -
     docs = _candidates(repo, srcs, files, shown, copies, use_cache=use_cache)
     found = _area(search, state.inventory, docs, task_text, ids, tree)
     tree.save()
+    if opts.agent != "claude":  # the rules Claude Code would have loaded, for an agent that does not
+        mandatory += rules_claude_would_load(srcs, files, found.core, shown, withheld)
     return Prepared(srcs, files, skipped, shown, withheld, instr, aliases, mandatory, docs, found)
 
 
@@ -146,7 +149,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     for name in ignored():
         if not any(n == name for n, _ in skipped):
             skipped.append((name, "ignored by git: not read"))
-    area_files = got.area.files
+    area_files = got.area.core
     text = render_capsule(state, repo, srcs, files, instr, aliases, mandatory, relevant, sel, withheld, skipped, area_files)
     every = _everything(docs, files, sel, shown, withheld, len(text.encode("utf-8")) + WHOLE_CONTEXT_EXTRA)
     if every is not None:

@@ -293,6 +293,39 @@ def _nested(
     return out
 
 
+def rules_claude_would_load(
+    srcs: Mapping[str, sources.Source],
+    files: Files,
+    area_files: Sequence[str],
+    shown: dict[str, list[tuple[int, int]]],
+    withheld: list[Piece],
+) -> list[Piece]:
+    """For an agent that does not load ``.claude/rules`` itself (any but Claude Code), the rules
+    Claude Code would have loaded for this task, in full: an unscoped one (Claude Code loads it
+    at every start) and a path-scoped one (``paths:``) whose paths hold a file of the task's area
+    (Claude Code loads it when it reads such a file). The others stay candidates."""
+    from gitpilot.context import frontmatter
+
+    out: list[Piece] = []
+    for path in sorted(srcs):
+        src = srcs[path]
+        if (not sources.is_memory_path(path) or path in sources.MEMORY_FILES or src.status in SKIP_STATUSES
+                or path not in files.maps):
+            continue
+        front = frontmatter.parse(files.lines[path])
+        if front.scoped:
+            hit = next((f for f in area_files if sources.matches(f, front.scopes)), None)
+            if hit is None:
+                continue
+            globs = ", ".join(f"`{g}`" for g in front.scopes)
+            why = (f"a Claude Code rule for {globs}, which covers `{hit}`, where the task works "
+                   "(Claude Code loads it there; this agent does not)")
+        else:
+            why = "a Claude Code rule for every task (Claude Code loads it at every start; this agent does not)"
+        out += whole_file(path, files, "", why, shown, withheld)
+    return out
+
+
 def _names_the_project(word_rx: re.Pattern[str], files: Files) -> bool:
     """Whether a directory's name is a word most of the documentation uses: then it names the
     project (``src/prefect/`` in Prefect's repository), and a task that says it names no area."""
