@@ -7,6 +7,7 @@ test reads the user's ~/.gitconfig and every run is the same. git is never mocke
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -83,6 +84,14 @@ def pilot_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+def as_in_a_terminal() -> None:
+    """``preexec_fn`` of a process a test interrupts as a terminal's Ctrl-C would: SIGINT at its
+    default, as a terminal's foreground command has it, whatever the test run inherited (a shell
+    without job control starts a background job with SIGINT ignored, the ignoring is inherited,
+    and Python then never raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_pilot(*args: str, cwd: Path, input: bytes | None = None, env: dict[str, str] | None = None,

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import git, make_repo, pilot_env
+from conftest import as_in_a_terminal, git, make_repo, pilot_env
 
 
 def test_sigint_stops_check_exits_130_and_leaves_nothing_half_written(tmp_path: Path) -> None:
@@ -16,7 +16,7 @@ def test_sigint_stops_check_exits_130_and_leaves_nothing_half_written(tmp_path: 
            '[[check]]\nname = "slow"\nrun = "echo started > ../started; sleep 30; echo never > ../never"\n')
     repo = make_repo(tmp_path / "r", {".gitpilot.toml": cfg})
     proc = subprocess.Popen([sys.executable, "-m", "gitpilot", "check"], cwd=repo, env=pilot_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=as_in_a_terminal)
     deadline = time.monotonic() + 20
     while not (tmp_path / "started").exists():
         assert time.monotonic() < deadline, "the slow check never started"

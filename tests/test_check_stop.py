@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, pilot_env, run_pilot
+from conftest import as_in_a_terminal, make_repo, pilot_env, run_pilot
 
 # Started by the check: a subshell, a background sleep and a Python child, each holding TOKEN in
 # its command line so the test can find any that is left. `trap '' TERM` makes them ignore SIGTERM.
@@ -61,7 +61,8 @@ def processes_with(token: str) -> list[int]:
 def start(repo: Path) -> subprocess.Popen[bytes]:
     (repo.parent / "started").unlink(missing_ok=True)
     return subprocess.Popen([sys.executable, "-m", "gitpilot", "check", "--force"], cwd=repo, env=pilot_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=as_in_a_terminal)
 
 
 def wait_started(repo: Path, proc: subprocess.Popen[bytes]) -> None:

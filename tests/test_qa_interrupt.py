@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, pilot_env, run_pilot
+from conftest import as_in_a_terminal, make_repo, pilot_env, run_pilot
 from fake_agents import install
 from test_qa_support import assert_fsck_clean, standard_files
 
@@ -37,7 +37,7 @@ def test_ctrl_c_during_run_exits_130_and_leaves_the_task_record_valid(
     monkeypatch.setenv("FAKE_AGENT_SLEEP", "30")  # still in the agent's session when Ctrl-C comes
     proc = subprocess.Popen([sys.executable, "-m", "gitpilot", "run", "set up the widgets"], cwd=repo,
                             env=pilot_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=as_in_a_terminal)
     # Ctrl-C while the agent works: once its session has begun, `run` has written its task.
     deadline = time.monotonic() + 60
     while not agents.state()["sessions"] and proc.poll() is None and time.monotonic() < deadline:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, pilot_env, run_pilot
+from conftest import as_in_a_terminal, make_repo, pilot_env, run_pilot
 from fake_agents import install
 from fake_agents.pilot import session_record, state_record, tid_of
 
@@ -21,7 +21,8 @@ TASK = "set up the widgets"
 
 def start(repo: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "gitpilot", "run", TASK], cwd=repo, env=pilot_env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=as_in_a_terminal)
 
 
 def registered_pid(repo: Path, timeout: float = 20.0) -> int:
