@@ -92,7 +92,7 @@ def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any], a
     r = Repo.discover(root)
     state = warm.prepare(r, task, agent)
     got = capsule.prepare(r, task, state)
-    ranking = Ranking(got.docs, task, got.shown, area=got.area.scores, area_files=got.area.files)
+    ranking = Ranking(got.docs, task, got.shown, area=got.area.scores, area_files=got.area.core)
     sigs = ranking.signals
     assert isinstance(sigs, Signals)
     # every section's word signals as BM25 gives them: ``judge`` divides them by the best of the

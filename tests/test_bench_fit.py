@@ -54,7 +54,7 @@ def test_the_fit_chooses_what_the_capsule_chooses_for_each_table(tmp_path: Path)
                              left_out=False))
 
     def capsule_picks() -> list[tuple[str, int, int]]:
-        ranking = Ranking(prep.docs, task, prep.shown, area=prep.area.scores, area_files=prep.area.files)
+        ranking = Ranking(prep.docs, task, prep.shown, area=prep.area.scores, area_files=prep.area.core)
         return _picks(ranking.choose(budget, most))
 
     want = capsule_picks()

@@ -16,7 +16,7 @@ that directory, rarely by path. Two kinds of evidence, both from the tree:
 
 Only directories that hold a candidate document (``discovery/README.md``) are scored, the root
 never (every document is below it). Scores are divided by the best, so the area of the top
-directory is 1. ``area_files`` (the files the names were found in, and those the task names) is
+directory is 1. ``Area.core`` (the files the task names and those that hold its rare names) is
 what front-matter scopes (``paths:``, ``applyTo:``) are matched against.
 
 The search runs in the background (``start``) while the documents are read and scored.
@@ -61,13 +61,12 @@ _NAME_KINDS = ("code", "camel", "snake", "call", "flag")
 
 @dataclass
 class Area:
-    """The area scores by directory, the files the evidence came from, and where the task works:
-    the files it names and those that hold its rarest names (``core``). A path-scoped rule
-    (``paths:``) applies to the task when it covers one of the ``core`` files; a file that holds
-    one of the task's common names somewhere else does not make it apply."""
+    """The area scores by directory, and where the task works: the files it names and those that
+    hold its rare names (``core``). A path-scoped rule (``paths:``) applies to the task when it
+    covers one of the ``core`` files (``sources.first_covered``); a file that holds one of the
+    task's common names somewhere else does not make it apply."""
 
     scores: dict[str, float] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
     core: list[str] = field(default_factory=list)
 
 
@@ -506,11 +505,9 @@ def scores(
                 idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
                 total += w * (1.0 - common.get(t, 0.0)) * idf * share * f / (f + K1)
         out[d] = total
-    files: set[str] = set(named_files)
     for _name, hits in sorted(found.items()):
         if not hits:
             continue
-        files.update(hits)
         under: dict[str, int] = {}
         for hit in hits:
             parts = hit.split("/")
@@ -524,7 +521,7 @@ def scores(
             out[d] = out.get(d, 0.0) + NAME_WEIGHT * rarity * c / len(hits) * math.sqrt(min(1.0, c / size))
     best = max(out.values(), default=0.0)
     scaled = {d: v / best for d, v in out.items() if v > 0} if best > 0 else {}
-    return Area(scaled, sorted(files)[:MAX_AREA_FILES], _core(named_files, found))
+    return Area(scaled, _core(named_files, found))
 
 
 def _core(named_files: Sequence[str], found: Mapping[str, Sequence[str]]) -> list[str]:

@@ -126,7 +126,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     from gitpilot.context.conventions import KeptPriors
 
     kept = KeptPriors(repo.pilot_dir if use_cache else None)
-    ranking = Ranking(docs, task_text, shown, area=got.area.scores, area_files=got.area.files, kept=kept)
+    ranking = Ranking(docs, task_text, shown, area=got.area.scores, area_files=got.area.core, kept=kept)
     sel = ranking.choose(opts.max_excerpt_bytes, opts.max_section_bytes)
     relevant = [
         Piece(
@@ -405,8 +405,6 @@ def _read_all(root: Path, srcs: dict[str, sources.Source], files: Files,
                 skipped.append((path, STATUS_WORDS[src.status] + (f" ({src.note})" if src.note else "")))
             elif src.status == "missing" and src.roles & {"always", "import"}:
                 skipped.append((path, "named in the configuration or an import, but missing"))
-
-
 
 
 def _load_maps(

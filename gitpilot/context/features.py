@@ -361,7 +361,7 @@ def signals(
 
     A section that holds no query term, names no identifier and states no convention has every
     signal zero; only the others are worked out (``DocSignals``' columns)."""
-    from gitpilot.context.sources import matches
+    from gitpilot.context.sources import first_covered
 
     found: list[_Matches] = []
     df_body = dict.fromkeys(weights, 0)
@@ -418,7 +418,7 @@ def signals(
             "linked": unlinked if doc.linked else 0.0,
             "area": _area_of(doc.path, area),
             "scoped": 1.0 if doc.front.scoped else 0.0,
-            "applies": 1.0 if doc.front.scoped and any(matches(f, doc.front.scopes) for f in area_files) else 0.0,
+            "applies": 1.0 if first_covered(doc.front.scopes, area_files) is not None else 0.0,
         }
         for kind, key in _KIND_KEYS:
             values[key] = 1.0 if doc.kind == kind else 0.0

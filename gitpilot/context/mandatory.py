@@ -314,7 +314,7 @@ def rules_claude_would_load(
             continue
         front = frontmatter.parse(files.lines[path])
         if front.scoped:
-            hit = next((f for f in area_files if sources.matches(f, front.scopes)), None)
+            hit = sources.first_covered(front.scopes, area_files)
             if hit is None:
                 continue
             globs = ", ".join(f"`{g}`" for g in front.scopes)

@@ -187,7 +187,7 @@ def _memory_section(srcs: Mapping[str, sources.Source], files: Files, area_files
             front = frontmatter.parse(files.lines.get(path, ()))
             if front.scoped:
                 extra += f" · paths {', '.join(f'`{g}`' for g in front.scopes)}"
-                if any(sources.matches(f, front.scopes) for f in area_files):
+                if sources.first_covered(front.scopes, area_files) is not None:
                     extra += " · **applies to the files this task concerns**"
             rows.append(f"- `{path}` · sha256 {sha256_text(files.texts[path])} · {size} bytes{extra}")
         elif src.alias_of:

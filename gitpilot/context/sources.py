@@ -273,6 +273,14 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+def first_covered(scopes: Sequence[str], paths: Iterable[str]) -> str | None:
+    """The first of ``paths`` a rule's front-matter scopes (``paths:``, ``globs:``, ``applyTo:``)
+    cover; None for an unscoped rule or when they cover none: where the rule applies."""
+    if not scopes:
+        return None
+    return next((p for p in paths if matches(p, scopes)), None)
+
+
 @lru_cache(maxsize=256)
 def _suffix(pattern: str) -> str | None:
     """The lower-case ending a plain ``*.ext`` pattern stands for (None for any other pattern)."""
