@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from gitpilot.errors import PilotError, RecordLost, StaleLock
-from gitpilot.gitrun import clean_env, first_line, run_git
+from gitpilot.gitrun import clean_env, first_line, run_git, start_git
 
 _LISTING = "ls-files-s-z/1"  # the kept index listing's format (``Repo.index_listing``)
 
@@ -656,6 +656,7 @@ class Repo:
         ``commit-tree``. The same commit ``create_blob``/``write_tree``/``commit_tree`` make, the
         same identity and date, without importing pygit2 (60-90 ms) for a handful of objects."""
         cwd = self.root if self.root is not None else self.git_dir
+        who = start_git(["config", "-z", "--get-regexp", r"^user\.(name|email)$"], cwd)  # meanwhile
         procs = [
             subprocess.Popen(["git", "hash-object", "-w", "--no-filters", "--stdin"], cwd=cwd, env=clean_env(),
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -668,17 +669,18 @@ class Repo:
                 if proc.returncode != 0:
                     raise PilotError(f"git hash-object failed: {first_line(err) or f'exit {proc.returncode}'}")
                 oids.append(out.decode("ascii").strip())
+            identity = who.communicate()[0]
         finally:
             # interrupted or failed part-way: the copies still waiting for their input are ended,
             # not left behind blocked on a pipe nobody writes to
-            for proc in procs:
+            for proc in (*procs, who):
                 if proc.returncode is None:
                     proc.kill()
                     proc.wait()
         listing = b"".join(b"100644 blob %s\t%s\0" % (oid.encode("ascii"), name.encode("utf-8", "surrogateescape"))
                            for (name, _), oid in zip(files, oids, strict=True))
         tree = self.git("mktree", "-z", input=listing).decode("ascii").strip()
-        name, email = self._identity()
+        name, email = _identity(identity)
         when = self._commit_date()
         env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": when,
                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": when}
@@ -686,16 +688,6 @@ class Repo:
         for parent in parents:
             args += ["-p", parent]
         return self.git(*args, input=message.encode("utf-8"), env=env).decode("ascii").strip()
-
-    def _identity(self) -> tuple[str, str]:
-        """``user.name`` and ``user.email`` as ``_signature`` takes them (one git call for both)."""
-        proc = self.git_proc("config", "-z", "--get-regexp", r"^user\.(name|email)$")
-        found: dict[str, str] = {}
-        for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
-            key, _, value = rec.partition("\n")
-            if key:
-                found[key.lower()] = value  # the last value wins, as with ``git config --get``
-        return found.get("user.name") or "git pilot", found.get("user.email") or "git-pilot@localhost"
 
     @staticmethod
     def _commit_date() -> str:
@@ -731,6 +723,17 @@ class Repo:
             except ValueError:
                 pass
         return pygit2.Signature(name, email)
+
+
+def _identity(listing: bytes) -> tuple[str, str]:
+    """``user.name`` and ``user.email`` as ``Repo._signature`` takes them, from the listing of
+    ``git config -z --get-regexp`` (one git call for both)."""
+    found: dict[str, str] = {}
+    for rec in listing.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = rec.partition("\n")
+        if key:
+            found[key.lower()] = value  # the last value wins, as with ``git config --get``
+    return found.get("user.name") or "git pilot", found.get("user.email") or "git-pilot@localhost"
 
 
 def _drop_stale_indexes(tmpdir: Path) -> None:

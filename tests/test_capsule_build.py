@@ -72,6 +72,34 @@ def test_the_capsule_holds_everything_in_the_documented_order(tmp_path: Path) ->
     assert not res.reused
 
 
+def _base_line(repo: Repo, n: int) -> str:
+    text = build_capsule(repo, f"Lower the default of max_retries to {n}.\n").text  # a new task each time
+    return next(line for line in text.splitlines() if line.startswith("- base branch:"))
+
+
+def test_without_a_configured_base_branch_the_capsule_names_the_one_origin_head_points_at(tmp_path: Path) -> None:
+    # the base branch a user expects: origin's default branch (even one with a slash), else a
+    # local main, master or trunk, else none
+    toml = TOML.replace('base_branch = "main"\n\n', "")
+    src = make_repo(tmp_path / "src", {"AGENTS.md": AGENTS, "docs/retries.md": RETRY, ".gitpilot.toml": toml})
+    git(src, "branch", "-m", "main", "release/2.x")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(src), str(clone))
+    assert git(clone, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/release/2.x"
+    git(clone, "branch", "-q", "main")  # a local main does not outrank origin's default
+    assert _base_line(Repo.discover(clone), 1) == "- base branch: `release/2.x`"
+    git(clone, "remote", "set-head", "origin", "--delete")
+    git(clone, "branch", "-q", "trunk")
+    git(clone, "branch", "-q", "master")
+    assert _base_line(Repo.discover(clone), 2) == "- base branch: `main`"
+    git(clone, "branch", "-q", "-D", "main")
+    git(clone, "branch", "-q", "main/old")  # not a branch named main
+    assert _base_line(Repo.discover(clone), 3) == "- base branch: `master`"
+    git(clone, "checkout", "-q", "-b", "topic")
+    git(clone, "branch", "-q", "-D", "master", "trunk", "release/2.x", "main/old")
+    assert _base_line(Repo.discover(clone), 4) == "- base branch: `(not set)`"
+
+
 def test_excerpts_are_exact_and_labelled_with_lines_and_hash(tmp_path: Path) -> None:
     import hashlib
 
@@ -309,3 +337,30 @@ def test_a_byte_identical_copy_of_an_instruction_file_is_shown_once(tmp_path: Pa
     res = build_capsule(_repo(tmp_path, {"AGENTS.md": rules, "CLAUDE.md": rules}), "Rename the logger")
     assert res.text.count("Keep every public function documented.") == 1
     assert "`AGENTS.md` is identical to `CLAUDE.md`" in res.text or "`CLAUDE.md` is identical to `AGENTS.md`" in res.text
+
+
+def test_the_manifest_is_the_indented_sorted_json_of_its_content_byte_for_byte(tmp_path: Path) -> None:
+    # manifest.json is written by a hand-made encoder (json's indenting one is slow): it must give
+    # what json.dumps(..., sort_keys=True, ensure_ascii=False, indent=1) gives, on a real manifest
+    # and on every kind of value json knows
+    import json
+
+    from gitpilot.context.render import manifest_bytes
+
+    def reference(value: object) -> bytes:
+        return (json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+    repo = _repo(tmp_path, {"docs/überblick.md": "# Überblick\n\nRetries: \"max_retries\"\tand\\back\u2028slash.\n"})
+    res = build_capsule(repo, "Lower the default of max_retries (Überblick)")
+    assert res.json_path is not None
+    data = res.json_path.read_bytes()
+    assert data == reference(json.loads(data)) == manifest_bytes(res.manifest)
+    tricky = {
+        "z": [1, -2, 10**30, 0.1, 1e-7, -0.0, 2.5e300, float("nan"), float("inf"), float("-inf")],
+        "a": {"nested": {"deeper": [[], {}, [[{}]], (1, "two")]}, "": None},
+        "é\x00\x1f\"\\\n": [True, False, None, "\u2028\x7f🙂", ""],
+        "ints only": [3, 1, 2],
+        "empty": {},
+    }
+    assert manifest_bytes(tricky) == reference(tricky)
+    assert manifest_bytes({1: "a non-string key"}) == reference({1: "a non-string key"})  # left to json

@@ -259,7 +259,8 @@ def _area(
     proc, code = search
     found = proc.result()
     dirs = area.doc_dirs(d.path for d in docs)
-    named = [p for p in inv.entries if any(p == i or p.endswith("/" + i) for i in ids)]
+    exact, tails = set(ids), tuple("/" + i for i in ids)
+    named = [p for p in inv.entries if p in exact or p.endswith(tails)] if ids else []
     query = query_weights(task)
     return area.scores(tree.word_bags(code, dirs), query, found, named, area.common_words(query, docs))
 
