@@ -653,7 +653,8 @@ def test_convention_priors_kept_for_a_tree_are_what_a_fresh_build_finds(tmp_path
     import hashlib
     from dataclasses import replace
 
-    from gitpilot.context.conventions import KeptPriors, convention_priors
+    from gitpilot.context.candidates import KeptPriors
+    from gitpilot.context.conventions import convention_priors
 
     root = make_repo(tmp_path / "repo", CONTRIB)
     tasks = ["Document the dashboard layout in the docs", "Fix the dashboard layout colours"]

@@ -2,16 +2,30 @@
 
 ``KeptCandidates`` keeps each candidate's kind, front matter, the tokens of its front matter and
 the words of its path (``<git common dir>/pilot/candidates/tree-<code>``), beside the other
-per-tree records (``area.TreeCache``, ``conventions.KeptPriors``).
+per-tree records (``area.TreeCache``); ``KeptPriors`` keeps the tree's convention priors
+(``conventions.convention_priors``, whose rules are imported only when they are worked out).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from gitpilot.context.frontmatter import FrontMatter
 from gitpilot.fileio import keep, read_kept
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (conventions, with its rules, is imported only when priors are worked out)
+    from gitpilot.context.conventions import DocFile
+
+    class KeptDoc(DocFile, Protocol):
+        @property
+        def blob(self) -> str: ...
+
+# A task about documentation: its convention priors have a class more (how the docs are built).
+DOCS_TASK = re.compile(r"\b(document(s|ed|ing|ation)?|undocumented|docs|readme|docstrings?)\b", re.I)
 
 
 class KeptCandidates:
@@ -71,4 +85,72 @@ def _kept_row(row: object) -> bool:
         and isinstance(scopes, list) and all(isinstance(x, str) for x in scopes)
         and isinstance(toks, list) and all(isinstance(x, str) for x in toks)
         and isinstance(bag, dict) and all(isinstance(t, str) and type(n) is int for t, n in bag.items())
+    )
+
+
+class KeptPriors:
+    """``convention_priors`` of one tree's candidates, kept on this machine
+    (``<git common dir>/pilot/conventions/tree-<code>``): the priors depend on the documents
+    (their paths, contents, whether they are rule or nested instruction files), on whether the
+    task is about documentation, and on the code (``cache.code_id``), never otherwise on the task,
+    so a new task on the same tree reads them back (vercel/ai: 102 developer documents and
+    READMEs, ~40-55 ms of regular expressions). Documents are known by their blob ids; a set with
+    a document of no known blob is worked out. One tree is kept (for tasks about documentation
+    and for the others); best effort."""
+
+    def __init__(self, pilot_dir: Path | None) -> None:
+        self.path: Path | None = None
+        if pilot_dir is None:
+            return
+        from gitpilot.context.cache import code_id
+
+        self.path = pilot_dir / "conventions" / f"tree-{code_id()[:16]}"
+
+    def priors(
+        self, docs: Sequence[KeptDoc], task: str
+    ) -> tuple[dict[int, list[tuple[str, float]]], dict[tuple[int, int], str]]:
+        """``convention_priors(docs, task)``."""
+        key = self._key(docs, task)
+        path = None
+        if key is not None and self.path is not None:
+            # (a task about documentation has a class more: its priors are kept beside the others)
+            path = self.path.with_name(self.path.name + ("-docs" if DOCS_TASK.search(task) else ""))
+            got = read_kept(path)
+            if isinstance(got, tuple) and len(got) == 3 and got[0] == key and _valid(got[1], got[2], docs):
+                return got[1], got[2]
+        from gitpilot.context.conventions import convention_priors  # (its rules: only when not kept)
+
+        priors, linked = convention_priors(docs, task)
+        if path is not None:
+            keep(path, (key, priors, linked))
+        return priors, linked
+
+    @staticmethod
+    def _key(docs: Sequence[KeptDoc], task: str) -> str | None:
+        import blake3
+
+        h = blake3.blake3(b"docs-task" if DOCS_TASK.search(task) else b"task")
+        for doc in docs:
+            if not doc.blob:
+                return None
+            h.update(f"\0{doc.path}\0{doc.blob}\0{int(doc.rule)}{int(doc.nested)}".encode("utf-8", "surrogateescape"))
+        return h.hexdigest()
+
+
+def _valid(priors: object, linked: object, docs: Sequence[DocFile]) -> bool:
+    """A record of priors for these documents: a class and a prior a section, a link's source a path."""
+    if not (isinstance(priors, dict) and isinstance(linked, dict)):
+        return False
+    for d, table in priors.items():
+        if not (type(d) is int and 0 <= d < len(docs) and isinstance(table, list)):
+            return False
+        if len(table) != len(docs[d].smap.sections):
+            return False
+        if not all(
+            isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) and type(x[1]) is float for x in table
+        ):
+            return False
+    return all(
+        isinstance(k, tuple) and len(k) == 2 and all(type(n) is int for n in k) and isinstance(v, str)
+        for k, v in linked.items()
     )

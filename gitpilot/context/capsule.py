@@ -123,7 +123,7 @@ def _build_capsule(repo: Repo, task_text: str, state: Any, *, use_cache: bool) -
     got = prepare(repo, task_text, state, use_cache=use_cache)
     srcs, files, skipped, shown, withheld = got.srcs, got.files, got.skipped, got.shown, got.withheld
     instr, aliases, mandatory, docs = got.instr, got.aliases, got.mandatory, got.docs
-    from gitpilot.context.conventions import KeptPriors
+    from gitpilot.context.candidates import KeptPriors
 
     kept = KeptPriors(repo.pilot_dir if use_cache else None)
     ranking = Ranking(docs, task_text, shown, area=got.area.scores, area_files=got.area.core, kept=kept)

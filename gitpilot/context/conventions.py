@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
+from gitpilot.context.candidates import DOCS_TASK
 from gitpilot.context.markdown import Section, SectionMap, link_target, range_text
 from gitpilot.context.text import word_tokens
-from gitpilot.fileio import keep, read_kept
 
 # Convention classes: what a heading names when a section says how to test, commit, build or
 # format. Each has core words ("commit message", "running tests") and weak ones ("workflow",
@@ -71,7 +70,7 @@ _CLASSES: tuple[_Class, ...] = (
         re.compile(r"\b(conventions|guidelines)\b", re.I),
     ),
     (
-        # Only for a task about documentation (``_DOCS_TASK``): how the docs are built and previewed.
+        # Only for a task about documentation (``candidates.DOCS_TASK``): how the docs are built and previewed.
         "docs",
         0.6,
         re.compile(
@@ -81,7 +80,6 @@ _CLASSES: tuple[_Class, ...] = (
     ),
 )
 # A task that asks for documentation work.
-_DOCS_TASK = re.compile(r"\b(document(s|ed|ing|ation)?|undocumented|docs|readme|docstrings?)\b", re.I)
 # What a section's body says when it is about a class: commands and statements, not one word.
 _CLASS_BODY: dict[str, re.Pattern[str]] = {
     "testing": re.compile(
@@ -168,80 +166,10 @@ def convention_priors(
     ``docs`` (by document index, then section), and the sections lent a class by a convention
     section's link, with the linking file's path."""
     kinds = [_file_kind(doc) for doc in docs]
-    classes = tuple(c for c in _CLASSES if c[0] != "docs" or _DOCS_TASK.search(task))
+    classes = tuple(c for c in _CLASSES if c[0] != "docs" or DOCS_TASK.search(task))
     priors = {d: _section_priors(doc, kinds[d], classes) for d, doc in enumerate(docs) if kinds[d]}
     linked = _follow_convention_links(docs, priors, classes)
     return priors, linked
-
-
-class KeptPriors:
-    """``convention_priors`` of one tree's candidates, kept on this machine
-    (``<git common dir>/pilot/conventions/tree-<code>``): the priors depend on the documents
-    (their paths, contents, whether they are rule or nested instruction files), on whether the
-    task is about documentation, and on the code (``cache.code_id``), never otherwise on the task,
-    so a new task on the same tree reads them back (vercel/ai: 102 developer documents and
-    READMEs, ~40-55 ms of regular expressions). Documents are known by their blob ids; a set with
-    a document of no known blob is worked out. One tree is kept (for tasks about documentation
-    and for the others); best effort."""
-
-    def __init__(self, pilot_dir: Path | None) -> None:
-        self.path: Path | None = None
-        if pilot_dir is None:
-            return
-        from gitpilot.context.cache import code_id
-
-        self.path = pilot_dir / "conventions" / f"tree-{code_id()[:16]}"
-
-    def priors(
-        self, docs: Sequence[KeptDoc], task: str
-    ) -> tuple[dict[int, list[tuple[str, float]]], dict[tuple[int, int], str]]:
-        """``convention_priors(docs, task)``."""
-        key = self._key(docs, task)
-        if key is None or self.path is None:
-            return convention_priors(docs, task)
-        # (a task about documentation has a class more: its priors are kept beside the others)
-        path = self.path.with_name(self.path.name + ("-docs" if _DOCS_TASK.search(task) else ""))
-        got = read_kept(path)
-        if isinstance(got, tuple) and len(got) == 3 and got[0] == key and _valid(got[1], got[2], docs):
-            return got[1], got[2]
-        priors, linked = convention_priors(docs, task)
-        keep(path, (key, priors, linked))
-        return priors, linked
-
-    @staticmethod
-    def _key(docs: Sequence[KeptDoc], task: str) -> str | None:
-        import blake3
-
-        h = blake3.blake3(b"docs-task" if _DOCS_TASK.search(task) else b"task")
-        for doc in docs:
-            if not doc.blob:
-                return None
-            h.update(f"\0{doc.path}\0{doc.blob}\0{int(doc.rule)}{int(doc.nested)}".encode("utf-8", "surrogateescape"))
-        return h.hexdigest()
-
-
-class KeptDoc(DocFile, Protocol):
-    @property
-    def blob(self) -> str: ...
-
-
-def _valid(priors: object, linked: object, docs: Sequence[DocFile]) -> bool:
-    """A record of priors for these documents: a class and a prior a section, a link's source a path."""
-    if not (isinstance(priors, dict) and isinstance(linked, dict)):
-        return False
-    for d, table in priors.items():
-        if not (type(d) is int and 0 <= d < len(docs) and isinstance(table, list)):
-            return False
-        if len(table) != len(docs[d].smap.sections):
-            return False
-        if not all(
-            isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) and type(x[1]) is float for x in table
-        ):
-            return False
-    return all(
-        isinstance(k, tuple) and len(k) == 2 and all(type(n) is int for n in k) and isinstance(v, str)
-        for k, v in linked.items()
-    )
 
 
 def own_body(doc: DocFile, sec: Section) -> str:

@@ -21,8 +21,8 @@ from dataclasses import replace
 from typing import overload
 
 from gitpilot.context import weights as W
+from gitpilot.context.candidates import KeptPriors
 from gitpilot.context.choose import LeftOut, Pick, Selection, choose
-from gitpilot.context.conventions import KeptPriors
 from gitpilot.context.doctypes import kind_of
 from gitpilot.context.features import Doc, DocSignals, column_weights, fill_row, signals, zero_row
 from gitpilot.context.query import query_weights
@@ -68,14 +68,12 @@ class Ranking:
         area_files: Sequence[str] = (),
         kept: KeptPriors | None = None,
     ) -> None:
-        from gitpilot.context.conventions import convention_priors
-
         self.docs = [prepared(d) for d in docs]
         self.task = task
         self.excluded = excluded
         self.query = query_weights(task)
         self.ids = identifiers(task)
-        priors, _ = kept.priors(self.docs, task) if kept is not None else convention_priors(self.docs, task)
+        priors, _ = (kept or KeptPriors(None)).priors(self.docs, task)
         self.priors = priors
         found = signals(self.docs, self.query, self.ids, priors, area or {}, area_files)
         self.signals: Sequence[DocSignals] = found
