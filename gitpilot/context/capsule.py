@@ -284,8 +284,11 @@ def _everything(
     more than the files). Files with chosen excerpts come first, in the selection's order."""
     from dataclasses import replace
 
-    if sum(len(files.texts[d.path].encode("utf-8")) for d in docs) > capsule_bytes:
-        return None  # the files alone exceed the selective capsule
+    total = 0
+    for d in docs:  # (added up only until they exceed it: on a large tree, after a few files)
+        total += len(files.texts[d.path].encode("utf-8"))
+        if total > capsule_bytes:
+            return None  # the files alone exceed the selective capsule
     order: dict[str, int] = {}
     for i, pick in enumerate(sel.picks):
         order.setdefault(pick.path, i)
