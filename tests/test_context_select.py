@@ -387,3 +387,30 @@ def test_a_long_guide_mostly_chosen_comes_whole(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(weights, "WHOLE_SHARE", 1.01)
     assert "Upload the wheel" not in _picked_text(docs, select(docs, task, max_excerpt_bytes=27000,
                                                                max_section_bytes=4000))
+
+
+def test_the_budget_is_offered_to_the_best_documents_only_not_to_every_one_that_matches() -> None:
+    # On a large tree hundreds of documents match a task a little. Once the best have taken the
+    # budget, what is left is offered to the next ones in order, but not to the whole tree: a
+    # document ranked below weights.LOOKED_AT gives nothing, however little it would take.
+    from gitpilot.context import weights
+    from gitpilot.context.choose import choose
+
+    n = weights.LOOKED_AT
+    long_body = "retry backoff jitter. " * 200  # ~4.4 KB: more than the room the best leave
+    files = {f"docs/guide{i:03}.md": f"# Guide {i}\n\n{long_body}\n" for i in range(n)}
+    files.update({f"docs/tiny{i}.md": f"# Tiny {i}\n\nretry backoff.\n" for i in range(3)})
+    docs = _docs(files)
+    paths = [d.path for d in docs]
+    doc_scores = [float(len(docs) - k) for k in range(len(docs))]  # in file order: the tiny ones last
+    sec_scores = [[1.0] * d.smap.count for d in docs]
+    budget = 4 * len(files["docs/guide000.md"].encode()) + 300  # four guides, then 300 bytes left
+    sel = choose(docs, doc_scores, sec_scores, {}, {}, budget, 8000, left_out=True)
+    chosen = {p.path for p in sel.picks}
+    assert {f"docs/guide{i:03}.md" for i in range(4)} <= chosen
+    assert not any(p.startswith("docs/tiny") for p in chosen)
+    assert all(x.path in paths for x in sel.left_out)
+    # the same tiny document ranked among the best is given the room the others leave
+    doc_scores[paths.index("docs/tiny0.md")] = doc_scores[4] + 0.5
+    sel = choose(docs, doc_scores, sec_scores, {}, {}, budget, 8000, left_out=True)
+    assert "docs/tiny0.md" in {p.path for p in sel.picks}

@@ -151,6 +151,7 @@ def choose(
     best = doc_scores[order[0]] if order else 0.0
     names = getattr(sec_scores, "names", None)  # (``_NamesLookup``: each section's part of its score from names)
     order = [d for d in order if doc_scores[d] > 0 and doc_scores[d] >= weights.DOC_CUT * best]
+    order = order[: weights.LOOKED_AT]
     chosen: dict[int, list[tuple[int, int, int]]] = {}  # doc -> (start, end, section)
     reasons: dict[tuple[int, int], str] = {}
     memo: dict[int, _Lines] = {}
