@@ -382,17 +382,20 @@ class Repo:
         proc = self.git_proc("update-ref", "-m", message, ref, new, old or ZERO_OID)
         return proc.returncode == 0
 
-    def update_ref_retrying(self, ref: str, build: Callable[[str | None], str | None], message: str) -> str | None:
+    def update_ref_retrying(self, ref: str, build: Callable[[str | None], str | None], message: str,
+                            *, absent: bool = False) -> str | None:
         """Move ``ref`` to ``build(old)`` by compare-and-swap, building again whenever another writer won.
 
         ``build`` gets the ref's value (None: no ref yet) and returns the new one, or None to leave
         the ref as it is. A writer that lost the race re-reads the ref and calls ``build`` again
         (after a jittered backoff), so no concurrent update is lost. Returns the value the ref
         holds now. A lock left by a killed git raises ``StaleLock`` at once (nothing could win);
-        ``CAS_ATTEMPTS`` lost races raise ``RecordLost``.
+        ``CAS_ATTEMPTS`` lost races raise ``RecordLost``. ``absent``: the caller has just seen that
+        ``ref`` does not exist, so the first attempt does not read it again (were it wrong, that
+        attempt only loses its compare-and-swap).
         """
         for attempt in range(CAS_ATTEMPTS):
-            old = self.rev_parse(ref)
+            old = None if absent and attempt == 0 else self.rev_parse(ref)
             new = build(old)
             if new is None:
                 return old

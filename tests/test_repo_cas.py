@@ -46,6 +46,25 @@ def test_a_writer_that_loses_the_race_builds_again_on_the_winners_update(tmp_pat
     assert _log(path, REF) == ["mine", "theirs", "base"]
 
 
+def test_a_record_said_absent_that_another_writer_made_meanwhile_is_built_on_not_replaced(tmp_path: Path) -> None:
+    # a new task's capsule looked for its record and found none; another process wrote one
+    # before the capsule's own write: that write must keep the other's files and history
+    path = make_repo(tmp_path / "r")
+    repo = Repo.discover(path)
+    store = TaskStore(repo)
+    tid = task_id("a task written twice at once\n")
+    theirs = TaskStore(Repo.discover(path)).write(tid, {"session.json": b"{}\n"}, "pilot: session")
+    mine = store.write(tid, {"capsule.md": b"# Capsule\n"}, "pilot: capsule", absent=True)
+    ref = f"refs/pilot/tasks/{tid}"
+    assert repo.rev_parse(ref) == mine != theirs
+    assert _log(path, ref) == ["pilot: capsule", "pilot: session"]
+    assert git(path, "ls-tree", "--name-only", ref).split() == ["capsule.md", "session.json"]
+    # said absent and really absent: written at once, without a parent
+    other = task_id("a task written once\n")
+    store.write(other, {"capsule.md": b"# Other\n"}, "pilot: capsule", absent=True)
+    assert _log(path, f"refs/pilot/tasks/{other}") == ["pilot: capsule"]
+
+
 def test_nothing_to_change_leaves_the_ref_as_it_is(tmp_path: Path) -> None:
     path = make_repo(tmp_path / "r")
     repo = Repo.discover(path)

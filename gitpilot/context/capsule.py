@@ -473,6 +473,7 @@ def _write(repo: Repo, state: Any, text: str, manifest: dict[str, Any]) -> Capsu
         state.task_id,
         {"capsule.md": body, "manifest.json": mbytes, "task.md": state.task_text.encode("utf-8")},
         "pilot: capsule",
+        absent=state.record_absent,
     )
     from gitpilot.context.warm import save_stamp
 

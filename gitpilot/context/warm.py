@@ -50,6 +50,7 @@ class State:
     index_sig: list[int] = field(default_factory=list)
     started_ns: int = 0  # when the sources were first looked at: later mtimes are racy
     stamp_key: str = ""  # the name of the express path's stamp (of the exact task text)
+    record_absent: bool = False  # the task has no record: seen when its capsule was looked for there
 
     @property
     def md_name(self) -> str:
@@ -245,8 +246,9 @@ def save_stamp(repo: Repo, state: State, manifest: Mapping[str, Any], body: byte
 
 def _restore_from_record(repo: Repo, state: State, md_path: Path, json_path: Path) -> CapsuleResult | None:
     ref = f"refs/pilot/tasks/{state.task_id}"
-    got = repo.cat_file_batch([f"{ref}:manifest.json", f"{ref}:capsule.md"])
+    got = repo.cat_file_batch([f"{ref}:manifest.json", f"{ref}:capsule.md", ref])
     mbytes, body = got[0], got[1]
+    state.record_absent = got[2] is None  # no record yet: writing one need not look again
     if mbytes is None or body is None:
         return None
     try:

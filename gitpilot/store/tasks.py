@@ -68,12 +68,14 @@ class TaskStore:
             return None
         return self.repo.cat_file_batch([f"{tip}:{name}"])[0]
 
-    def write(self, tid: str, files: Mapping[str, bytes | None], message: str) -> str:
-        """Set (or, with None, remove) files in the record; returns the new commit."""
-        return self.update(tid, lambda cur: {**cur, **files}, message)
+    def write(self, tid: str, files: Mapping[str, bytes | None], message: str, *, absent: bool = False) -> str:
+        """Set (or, with None, remove) files in the record; returns the new commit. ``absent``: the
+        caller has just seen that there is no record (``Repo.update_ref_retrying``)."""
+        return self.update(tid, lambda cur: {**cur, **files}, message, absent=absent)
 
     def update(
-        self, tid: str, change: Callable[[dict[str, bytes]], Mapping[str, bytes | None]], message: str
+        self, tid: str, change: Callable[[dict[str, bytes]], Mapping[str, bytes | None]], message: str,
+        *, absent: bool = False,
     ) -> str:
         """Apply ``change`` to the current files in a new commit (CAS, retried on a lost race)."""
         ref = self.ref(tid)
@@ -88,7 +90,7 @@ class TaskStore:
                 return None  # nothing changed: the record stays as it is
             return self.repo.commit_files(sorted(new_files.items()), [old] if old else [], message)
 
-        tip = self.repo.update_ref_retrying(ref, build, message)
+        tip = self.repo.update_ref_retrying(ref, build, message, absent=absent)
         assert tip is not None  # build made a commit, or kept an existing one
         return tip
 
