@@ -179,8 +179,12 @@ def _read_fd(file_fd: int) -> bytes | int | None:
             return None
         if st.st_size > MAX_FILE_BYTES:
             return st.st_size
-        with os.fdopen(file_fd, "rb", closefd=False) as fh:
-            return fh.read()
+        # read to the end with plain reads (a buffered file object would ask the terminal and
+        # the offset first: three system calls more a file, 750 files a capsule)
+        parts = [os.read(file_fd, st.st_size + 1)]
+        while parts[-1]:
+            parts.append(os.read(file_fd, 1 << 16))
+        return b"".join(parts)
     except OSError:
         return None
     finally:
