@@ -8,12 +8,12 @@ per-tree records (``area.TreeCache``); ``KeptPriors`` keeps the tree's conventio
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from gitpilot.context.frontmatter import FrontMatter
+from gitpilot.context.query import DOCS_TASK
 from gitpilot.fileio import keep, read_kept
 
 TYPE_CHECKING = False
@@ -23,9 +23,6 @@ if TYPE_CHECKING:  # (conventions, with its rules, is imported only when priors 
     class KeptDoc(DocFile, Protocol):
         @property
         def blob(self) -> str: ...
-
-# A task about documentation: its convention priors have a class more (how the docs are built).
-DOCS_TASK = re.compile(r"\b(document(s|ed|ing|ation)?|undocumented|docs|readme|docstrings?)\b", re.I)
 
 
 class KeptCandidates:

@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from gitpilot.context.candidates import DOCS_TASK
 from gitpilot.context.markdown import Section, SectionMap, link_target, range_text
+from gitpilot.context.query import DOCS_TASK
 from gitpilot.context.text import word_tokens
 
 # Convention classes: what a heading names when a section says how to test, commit, build or
@@ -70,7 +70,7 @@ _CLASSES: tuple[_Class, ...] = (
         re.compile(r"\b(conventions|guidelines)\b", re.I),
     ),
     (
-        # Only for a task about documentation (``candidates.DOCS_TASK``): how the docs are built and previewed.
+        # Only for a task about documentation (``query.DOCS_TASK``): how the docs are built and previewed.
         "docs",
         0.6,
         re.compile(

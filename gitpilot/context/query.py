@@ -10,11 +10,15 @@ pipeline and costs recall: ``bench/README.md``.)
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 from gitpilot.context.text import tokens
 
 SYNONYM_WEIGHT = 0.35
+
+# A task about documentation: its convention priors have a class more (how the docs are built).
+DOCS_TASK = re.compile(r"\b(document(s|ed|ing|ation)?|undocumented|docs|readme|docstrings?)\b", re.I)
 
 # Words that mean much the same in software documentation; a task often says one, the docs another.
 _SYNONYM_GROUPS = (
