@@ -31,6 +31,8 @@ ZERO_OID = "0" * 40
 STALE_LOCK_SECONDS = 5.0
 CAS_ATTEMPTS = 200
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# The local branches taken for the default one, in this order, when origin/HEAD names none.
+DEFAULT_BRANCHES = ("main", "master")
 _DELTA_NAMES = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied",
                 "T": "typechange"}
 
@@ -244,6 +246,21 @@ class Repo:
         proc = self.git_proc("symbolic-ref", "--quiet", "--short", "HEAD")
         out = proc.stdout.decode("utf-8", "surrogateescape").strip()
         return out if proc.returncode == 0 and out else None
+
+    def default_branch(self) -> str | None:
+        """The branch a change is compared with when none is configured, as a revision: the one
+        ``origin/HEAD`` names (``origin/main``), else the first of ``DEFAULT_BRANCHES`` that exists
+        here; None when there is none. One git call (an origin/HEAD whose branch is gone is
+        skipped by git)."""
+        out = self.git_proc(
+            "for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/origin/HEAD",
+            *(f"refs/heads/{name}" for name in DEFAULT_BRANCHES),
+        ).stdout.decode("utf-8", "surrogateescape")
+        found = dict(line.split("\0", 1) for line in out.splitlines() if "\0" in line)
+        target = found.get("refs/remotes/origin/HEAD", "")
+        if target:
+            return target.removeprefix("refs/remotes/")
+        return next((name for name in DEFAULT_BRANCHES if f"refs/heads/{name}" in found), None)
 
     def config_get(self, key: str) -> str | None:
         proc = self.git_proc("config", "--get", key)

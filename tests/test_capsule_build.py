@@ -78,8 +78,18 @@ def _base_line(repo: Repo, n: int) -> str:
 
 
 def test_without_a_configured_base_branch_the_capsule_names_the_one_origin_head_points_at(tmp_path: Path) -> None:
-    # the base branch a user expects: origin's default branch (even one with a slash), else a
-    # local main, master or trunk, else none
+    # the base branch a user expects, the one review-budget compares with: origin's default
+    # branch (even one with a slash), else a local main or master, else none
+    from gitpilot.config import load
+    from gitpilot.errors import PilotError
+    from gitpilot.review.budget import resolve_base
+
+    def reviewed(repo: Repo) -> str:
+        try:
+            return resolve_base(repo, load(repo.workdir))[0].removeprefix("origin/")
+        except PilotError:
+            return "(not set)"
+
     toml = TOML.replace('base_branch = "main"\n\n', "")
     src = make_repo(tmp_path / "src", {"AGENTS.md": AGENTS, "docs/retries.md": RETRY, ".gitpilot.toml": toml})
     git(src, "branch", "-m", "main", "release/2.x")
@@ -88,16 +98,20 @@ def test_without_a_configured_base_branch_the_capsule_names_the_one_origin_head_
     assert git(clone, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/release/2.x"
     git(clone, "branch", "-q", "main")  # a local main does not outrank origin's default
     assert _base_line(Repo.discover(clone), 1) == "- base branch: `release/2.x`"
+    assert reviewed(Repo.discover(clone)) == "release/2.x"
     git(clone, "remote", "set-head", "origin", "--delete")
     git(clone, "branch", "-q", "trunk")
     git(clone, "branch", "-q", "master")
     assert _base_line(Repo.discover(clone), 2) == "- base branch: `main`"
+    assert reviewed(Repo.discover(clone)) == "main"
     git(clone, "branch", "-q", "-D", "main")
     git(clone, "branch", "-q", "main/old")  # not a branch named main
     assert _base_line(Repo.discover(clone), 3) == "- base branch: `master`"
+    assert reviewed(Repo.discover(clone)) == "master"
     git(clone, "checkout", "-q", "-b", "topic")
-    git(clone, "branch", "-q", "-D", "master", "trunk", "release/2.x", "main/old")
+    git(clone, "branch", "-q", "-D", "master", "release/2.x", "main/old")  # trunk is no default
     assert _base_line(Repo.discover(clone), 4) == "- base branch: `(not set)`"
+    assert reviewed(Repo.discover(clone)) == "(not set)"
 
 
 def test_excerpts_are_exact_and_labelled_with_lines_and_hash(tmp_path: Path) -> None:

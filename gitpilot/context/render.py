@@ -141,21 +141,11 @@ def _flat(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-_BRANCH_GUESSES = ("main", "master", "trunk")
-
-
 def _default_branch(repo: Repo) -> str | None:
-    """The branch ``origin/HEAD`` names, else the first of main, master and trunk that exists
-    (one git call: a new task's capsule runs few, each 3-5 ms)."""
-    out = repo.git_proc(
-        "for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/origin/HEAD",
-        *(f"refs/heads/{name}" for name in _BRANCH_GUESSES),
-    ).stdout.decode("utf-8", "surrogateescape")
-    found = dict(line.split("\0", 1) for line in out.splitlines() if "\0" in line)
-    target = found.get("refs/remotes/origin/HEAD", "")
-    if target:
-        return target.removeprefix("refs/remotes/").split("/", 1)[-1]
-    return next((name for name in _BRANCH_GUESSES if f"refs/heads/{name}" in found), None)
+    """The branch name of ``Repo.default_branch`` (``main`` for ``origin/main``), as review-budget
+    takes it when the configuration names none."""
+    rev = repo.default_branch()
+    return rev.removeprefix("origin/") if rev else None
 
 
 def _tables_named(

@@ -130,23 +130,20 @@ class Budget:
 
 # -- the base branch ------------------------------------------------------------------------
 def resolve_base(repo: Repo, cfg: Config, base: str | None = None) -> tuple[str, str]:
-    """(name, commit) of the base branch: ``--base``, else ``base_branch``, else origin/HEAD,
-    else main or master."""
+    """(name, commit) of the base branch: ``--base``, else ``base_branch``, else
+    ``Repo.default_branch`` (origin/HEAD, else main or master)."""
     if base:
         return base, _commit_of(repo, base, f"no base branch {base!r} here (--base)")
     configured = str(cfg.get("base_branch") or "").strip()
     if configured:
         return configured, _commit_of(repo, configured, f"base_branch = {configured!r} in the config "
                                       "names nothing here; fix it or pass --base")
-    remote_head = repo.git_proc("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
-    name = remote_head.stdout.decode("utf-8", "surrogateescape").strip()
-    candidates = ([name] if remote_head.returncode == 0 and name else []) + ["main", "master"]
-    for candidate in candidates:
-        commit = repo.rev_parse(f"{candidate}^{{commit}}")
-        if commit is not None:
-            return candidate, commit
-    raise PilotError("no base branch found (no origin/HEAD, main or master): set base_branch in "
-                     ".gitpilot.toml or pass --base")
+    name = repo.default_branch()
+    commit = repo.rev_parse(f"{name}^{{commit}}") if name else None
+    if name is None or commit is None:
+        raise PilotError("no base branch found (no origin/HEAD, main or master): set base_branch in "
+                         ".gitpilot.toml or pass --base")
+    return name, commit
 
 
 def _commit_of(repo: Repo, rev: str, message: str) -> str:
