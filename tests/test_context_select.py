@@ -389,6 +389,27 @@ def test_a_long_guide_mostly_chosen_comes_whole(monkeypatch: pytest.MonkeyPatch)
                                                                max_section_bytes=4000))
 
 
+def test_a_title_over_sections_shown_apart_comes_with_the_first_and_a_bare_title_never_alone() -> None:
+    """A guide too long for one excerpt comes whole as its sections: its title, which has no
+    text of its own, comes in the excerpt of its first section, not as an excerpt of one
+    heading. A README that is only a title says nothing: it is no excerpt at all."""
+    steps = ["Write the command", "Register the command", "Add a config item", "Test the plugin command",
+             "Document the plugin command", "Publish the plugin command"]
+    body = "A plugin command is registered on the core object and reads its config item. " * 18
+    guide = "# Plugin commands\n\n" + "".join(f"## {s}\n\n{body}\n\n" for s in steps)
+    files = {"docs/dev/plugins.md": guide, "plugins/README.md": "# Plugin commands\n",
+             "docs/other.md": "# Other\n\nNothing here.\n"}
+    docs = _docs(files)
+    sel = select(docs, "Add a plugin command that registers a config item", max_excerpt_bytes=27000,
+                 max_section_bytes=4000)
+    texts = {d.path: d.lines for d in docs}
+    got = [(p.path, "".join(texts[p.path][p.start - 1 : p.end])) for p in sel.picks]
+    assert [t for p, t in got if p == "docs/dev/plugins.md"][0].startswith("# Plugin commands\n\n## Write the command")
+    assert "".join(t for p, t in got if p == "docs/dev/plugins.md").count("## ") == len(steps)  # whole
+    assert all(any(not ln.startswith("#") for ln in t.splitlines() if ln.strip()) for _p, t in got), got
+    assert "plugins/README.md" not in [p for p, _t in got]
+
+
 def test_the_budget_is_offered_to_the_best_documents_only_not_to_every_one_that_matches() -> None:
     # On a large tree hundreds of documents match a task a little. Once the best have taken the
     # budget, what is left is offered to the next ones in order, but not to the whole tree: a

@@ -14,7 +14,8 @@ of it is chosen: the agent running a skill reads it whole. A short document with
 sections as a long one does. A document sections are taken from brings its introduction (its
 title's own text, at most ``weights.INTRO_BYTES``): what the document is and what holds for all of
 it ("generated from this directory: never edit by hand"). No excerpt holds a withheld (credential) line or a line shown
-already; a heading alone is never an excerpt; cuts fall on section boundaries.
+already; a heading alone is never an excerpt (a title with no text of its own comes with its first
+section, a file that is only headings not at all); cuts fall on section boundaries.
 
 What is left out is listed best first: the sections of documents not taken and the sections of
 taken documents not shown, with the reason.
@@ -38,6 +39,7 @@ _WRITING = re.compile(r"\b(add|adding|write|writing|new|creat\w*|cases?|conventi
                       r"determinis\w*|assertions?|fixtures?|patterns?)\b", re.I)
 _RUNNING = re.compile(r"\b(run|running|execut\w*|ci)\b", re.I)
 _STEP = re.compile(r"^\s*(step\s*\d+|\d+[.)]|\d+\s*[-:—])", re.I)
+_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*\r?\n?$")  # a setext heading's second line
 
 
 class _WhyLookup(Protocol):
@@ -92,6 +94,7 @@ class _Lines:
                 if s.withheld:
                     blocked.update(range(s.start, s.body_end + 1))
         self.blocked = blocked
+        self._heads: frozenset[int] | None = None
         raw = _line_bytes(doc)
         sizes = [0 if i + 1 in blocked else n for i, n in enumerate(raw)] if blocked else raw
         self.cum = [0, *accumulate(sizes)]  # self.cum[i]: bytes of lines 1..i
@@ -101,7 +104,28 @@ class _Lines:
         return self.cum[end] - self.cum[start - 1] if end >= start else 0
 
     def says_something(self, start: int, end: int) -> bool:
-        return any((i + 1) not in self.blocked and self.doc.lines[i].strip() for i in range(start - 1, end))
+        """Whether lines ``start..end`` that may be shown hold text besides headings: a heading
+        alone (a title over sections shown apart, a README that is only a title) says nothing."""
+        heads = self.heads
+        return any(
+            (i + 1) not in self.blocked and (i + 1) not in heads and self.doc.lines[i].strip()
+            for i in range(start - 1, end)
+        )
+
+    @property
+    def heads(self) -> frozenset[int]:
+        """The lines of the document's headings (a setext heading's underline too)."""
+        got = self._heads
+        if got is None:
+            lines = self.doc.lines
+            out: set[int] = set()
+            for sec in self.doc.smap.sections:
+                if sec.level:
+                    out.add(sec.start)
+                    if sec.start < len(lines) and _UNDERLINE.match(lines[sec.start]):
+                        out.add(sec.start + 1)
+            got = self._heads = frozenset(out)
+        return got
 
 
 _BYTES: dict[int, tuple[Doc, list[int]]] = {}
@@ -234,7 +258,24 @@ def _cover(doc: Doc, lines: _Lines, max_section: int) -> list[tuple[int, int, in
             return None
         out.append((sec.start, sec.body_end, i))
         todo[:0] = doc.smap.kids(i)
-    return sorted(out)
+    return _join_bare(lines, sorted(out), max_section)
+
+
+def _join_bare(lines: _Lines, pieces: list[tuple[int, int, int]], max_section: int) -> list[tuple[int, int, int]]:
+    """Contiguous pieces of one document where a piece that is only its heading (a title over
+    sections that do not fit one excerpt together) goes with the piece after it, when the two
+    fit one excerpt: a heading alone is never an excerpt."""
+    out: list[tuple[int, int, int]] = []
+    for a, b, i in pieces:
+        if out:
+            pa, pb, pi = out[-1]
+            between = range(pb + 1, a)  # (blank lines between sections belong to neither)
+            if (not lines.says_something(pa, pb) and lines.bytes(pa, b) <= max_section
+                    and all(n not in lines.blocked and not lines.doc.lines[n - 1].strip() for n in between)):
+                out[-1] = (pa, b, pi)
+                continue
+        out.append((a, b, i))
+    return out
 
 
 def _runners(
