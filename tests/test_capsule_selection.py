@@ -402,3 +402,27 @@ def test_an_agent_skill_comes_whole_once_any_of_it_is_chosen(tmp_path: Path) -> 
         assert all(r in text for r in rest) == whole, name
         if not whole:
             assert not any(r in text for r in rest), name
+
+
+def test_a_site_page_that_only_includes_a_file_is_not_a_document_of_its_own(tmp_path: Path) -> None:
+    """A documentation site's page made of one include (MkDocs' snippets) repeats the file it
+    includes: it is never an excerpt, and it takes no place among the documents chosen."""
+    contributing = (
+        "# Contributing\n\n## Running the tests\n\nRun `nox -s tests` before opening a pull request; "
+        "every lockfile change needs a test in tests/lock/.\n"
+    )
+    files = {
+        "CONTRIBUTING.md": contributing,
+        "docs/dev/contributing.md": '--8<-- "CONTRIBUTING.md"\n',
+        "docs/reference/contributing.md": "<!-- the guide, from the root -->\n\n--8<-- 'CONTRIBUTING.md'\n",
+        "docs/dev/lockfile.md": "# Lockfile\n\nThe lockfile is written by `lock.py`; a test pins its format.\n\n"
+        '--8<-- "docs/snippets/lock-format.md"\n',
+        **_filler(),
+    }
+    res = build_capsule(Repo.discover(make_repo(tmp_path / "repo", files)),
+                        "Contributing a lockfile change: how are the tests run, and where does its test go?")
+    paths = _excerpt_paths(res.text)
+    assert "CONTRIBUTING.md" in paths
+    assert "docs/dev/contributing.md" not in paths and "docs/reference/contributing.md" not in paths
+    assert "docs/dev/lockfile.md" in paths  # a page with text of its own besides an include is one
+    assert res.text.count("every lockfile change needs a test") == 1

@@ -302,8 +302,8 @@ def _everything(
 def _copies(
     srcs: Mapping[str, sources.Source], files: Files, shown: Mapping[str, Sequence[tuple[int, int]]]
 ) -> dict[str, str]:
-    """Files that repeat another source (a symlink, a file of ``@imports`` only, the same blob),
-    each with the file it repeats.
+    """Files that repeat another source (a symlink, a file of ``@imports`` only, a site's page
+    that only includes another file, the same blob), each with the file it repeats.
 
     Their text is reached through the original, so they are never candidates themselves
     (neither for keyword-mandatory nor for relevant sections). Of identical files the one shown
@@ -314,6 +314,9 @@ def _copies(
         if path in srcs and path not in out and sources.only_imports(text):
             base = dir_of(path)
             targets = [t for t in (safepaths.normalize(base, i) for i in sources.imports_of(text)) if t]
+            out[path] = targets[0] if targets else ""
+        elif path in srcs and path not in out and (included := sources.snippet_targets(text)) is not None:
+            targets = [t for t in (safepaths.normalize("", i) for i in included) if t]
             out[path] = targets[0] if targets else ""
     first: dict[str, str] = {}
     for path in sorted(srcs, key=lambda p: (p not in shown, p)):

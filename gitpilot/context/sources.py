@@ -538,6 +538,28 @@ def only_imports(text: str) -> bool:
     return seen
 
 
+# A documentation site's page that includes another file whole (MkDocs' snippets: ``--8<-- "CONTRIBUTING.md"``).
+_SNIPPET = re.compile(r"^[ \t]*-{1,}8<-{1,}[ \t]+([\"']?)([^\"'\s]+)\1[ \t]*$")
+
+
+def snippet_targets(text: str) -> list[str] | None:
+    """The files a page includes when it is nothing but includes (blank lines and HTML comments
+    aside): ``--8<-- "CONTRIBUTING.md"`` (paths from the site's base, the repository's root
+    unless configured); None for any other page. Such a page repeats what it includes."""
+    if "8<" not in text[:_HEAD]:
+        return None  # (most files: their first lines are not an include)
+    out: list[str] = []
+    for ln in text.splitlines():
+        bare = ln.strip()
+        if not bare or bare.startswith("<!--"):
+            continue
+        m = _SNIPPET.match(ln)
+        if m is None:
+            return None
+        out.append(m.group(2))
+    return out or None
+
+
 def under(path: str, directory: str) -> bool:
     return directory == "" or path == directory or path.startswith(directory + "/")
 
