@@ -515,27 +515,33 @@ def imports_of(text: str) -> list[str]:
 _HEAD = 2048  # characters of a file ``only_imports`` looks at first
 
 
-def only_imports(text: str) -> bool:
-    """True when every non-blank line is an ``@import`` (the file just points elsewhere)."""
-    if "@" not in text:
-        return False  # (most files: no line of them can be an import)
+def _only(text: str, line: re.Pattern[str]) -> list[re.Match[str]] | None:
+    """The matches of ``line`` when every non-blank line of ``text`` (HTML comment lines aside)
+    is one, in order; None when a line is not, or none is (the file is not one that only points
+    elsewhere)."""
     head = text[:_HEAD]
     if len(head) < len(text):
         # The first lines decide almost every file: those wholly inside the head are lines of the
         # text (splitting a text at a line break gives the same lines before it).
         for ln in head.splitlines()[:-1]:
             bare = ln.strip()
-            if bare and not bare.startswith("<!--") and not _IMPORT.match(ln):
-                return False
-    seen = False
+            if bare and not bare.startswith("<!--") and not line.match(ln):
+                return None
+    out: list[re.Match[str]] = []
     for ln in text.splitlines():
         bare = ln.strip()
         if not bare or bare.startswith("<!--"):
             continue
-        if not _IMPORT.match(ln):
-            return False  # the first line that is not one decides
-        seen = True
-    return seen
+        m = line.match(ln)
+        if m is None:
+            return None  # the first line that is not one decides
+        out.append(m)
+    return out or None
+
+
+def only_imports(text: str) -> bool:
+    """True when every non-blank line is an ``@import`` (the file just points elsewhere)."""
+    return "@" in text and _only(text, _IMPORT) is not None  # ("@": most files hold no import line)
 
 
 # A documentation site's page that includes another file whole (MkDocs' snippets: ``--8<-- "CONTRIBUTING.md"``).
@@ -548,16 +554,8 @@ def snippet_targets(text: str) -> list[str] | None:
     unless configured); None for any other page. Such a page repeats what it includes."""
     if "8<" not in text[:_HEAD]:
         return None  # (most files: their first lines are not an include)
-    out: list[str] = []
-    for ln in text.splitlines():
-        bare = ln.strip()
-        if not bare or bare.startswith("<!--"):
-            continue
-        m = _SNIPPET.match(ln)
-        if m is None:
-            return None
-        out.append(m.group(2))
-    return out or None
+    got = _only(text, _SNIPPET)
+    return [m.group(2) for m in got] if got is not None else None
 
 
 def under(path: str, directory: str) -> bool:
