@@ -1,6 +1,6 @@
 """Fit the capsule's weights on the development corpus, and judge them leave-one-repository-out.
 
-``python -m bench fit [--mirror-root DIR] [--work DIR] [--rounds N] [--loro] [--write]``
+``python -m bench fit [--mirror-root DIR] [--work DIR] [--rounds N] [--kicks N] [--loro] [--write]``
 
 For every case of ``bench/corpus/cases.toml`` the capsule's own pipeline runs up to its scores
 (``context.capsule.prepare`` and ``context.select.Ranking``: the same candidates, signals,
@@ -11,7 +11,9 @@ the table states it, in the order the kinds are meant to come. The weights of th
 a document is about the task (``EVIDENCE``) are never negative. The objective is the number of
 required sections outside the instruction files that the capsule would hold, plus a small term
 for the rank of each required section's document (it tells better from worse where the count
-does not move). Coordinate ascent changes one weight at a time by ±0.5 and ±1.
+does not move). Coordinate ascent changes one weight at a time by ±0.5 and ±1; where no such
+step helps, ``--kicks`` times a few weights are moved at random (a fixed seed) and the ascent
+climbs again from there, keeping the better table.
 
 ``--loro`` fits on eleven repositories and scores the twelfth, for each in turn: the figure that
 says what the weights are worth on a repository nobody fitted them to. ``--write`` puts the
@@ -43,6 +45,9 @@ MIN_KIND_REPOS = 4  # a document kind is fitted only where this many repositorie
 # its weights are never negative (a fitted negative weight says which documents of these twelve
 # repositories were needed, not what makes a document relevant). Kinds and conventions may be.
 EVIDENCE = frozenset({"bm25", "heads", "path", "dir", "ids", "linked", "area", "s_bm25", "s_head", "s_ids"})
+KICKS = 6  # restarts of the ascent from the best table with KICK_KEYS weights moved at random
+KICK_KEYS = 4
+KICK_SEED = 0
 
 
 @dataclass
@@ -334,6 +339,34 @@ def ascent(cases: Sequence[Case], doc_w: dict[str, float], sec_w: dict[str, floa
     return doc_w, sec_w, form
 
 
+def search(cases: Sequence[Case], doc_w: dict[str, float], sec_w: dict[str, float], rounds: int,
+           shape: Mapping[str, float] | None = None, kicks: int = 0
+           ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """``ascent``, then ``kicks`` times: move ``KICK_KEYS`` weights at random (a fixed seed: the
+    same cases give the same table) and climb again from there, keeping what scores higher. One
+    weight at a time stops where no single step helps; a kick finds the optima that need two."""
+    import random
+
+    doc_w, sec_w, form = ascent(cases, doc_w, sec_w, rounds, shape)
+    _set_shape(form)
+    best = evaluate(cases, doc_w, sec_w)[0]
+    frozen = thin_kinds(cases)
+    keys = [(0, k) for k in doc_w if k not in frozen] + [(1, k) for k in sec_w]
+    rng = random.Random(KICK_SEED)
+    for _ in range(kicks):
+        tables = (dict(doc_w), dict(sec_w))
+        for t, key in rng.sample(keys, min(KICK_KEYS, len(keys))):
+            value = tables[t][key] + rng.choice(STEPS)
+            tables[t][key] = max(value, 0.0) if key in EVIDENCE else value
+        d2, s2, f2 = ascent(cases, tables[0], tables[1], rounds, form)
+        _set_shape(f2)
+        obj = evaluate(cases, d2, s2)[0]
+        if obj > best + 1e-9:
+            best, doc_w, sec_w, form = obj, d2, s2, f2
+        _set_shape(form)
+    return doc_w, sec_w, form
+
+
 def write_weights(doc_w: Mapping[str, float], sec_w: Mapping[str, float], shape: Mapping[str, float]) -> None:
     text = WEIGHTS_PY.read_text("utf-8")
     begin, end = text.index("# FIT: shape begin"), text.index("# FIT: shape end")
@@ -364,7 +397,8 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench fit")
     ap.add_argument("--mirror-root")
     ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "git-pilot-corpus"))
-    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--kicks", type=int, default=KICKS, help="restarts from the best table with weights moved at random")
     ap.add_argument("--loro", action="store_true")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--jobs", type=int, default=1, help="held-out folds fitted at once (--loro)")
@@ -391,7 +425,7 @@ def main(argv: list[str]) -> int:
     print(f"start: {hits}/{total} = {hits / total:.1%} (outside instruction files, by line coverage)")
     print(f"kept as the table gives them (too few repositories have such documents): {sorted(thin_kinds(cases))}")
     shape0 = _shape()
-    doc_w, sec_w, shape = ascent(cases, doc0, sec0, args.rounds, shape0)
+    doc_w, sec_w, shape = search(cases, doc0, sec0, args.rounds, shape0, args.kicks)
     _, hits, total = evaluate(cases, doc_w, sec_w)
     print(f"fit on all: {hits}/{total} = {hits / total:.1%}")
     print(json.dumps({"DOC": doc_w, "SECTION": sec_w, "shape": shape}))
@@ -400,7 +434,7 @@ def main(argv: list[str]) -> int:
         print(f"written to {WEIGHTS_PY.relative_to(ROOT)}")
     if args.loro:
         repos = sorted({c.repo for c in cases})
-        folds = [(cases, name, doc0, sec0, args.rounds, shape0) for name in repos]
+        folds = [(cases, name, doc0, sec0, args.rounds, shape0, args.kicks) for name in repos]
         if args.jobs > 1:
             import multiprocessing
 
@@ -415,13 +449,13 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _held_out(fold: tuple[Sequence[Case], str, dict[str, float], dict[str, float], int, dict[str, float]]
+def _held_out(fold: tuple[Sequence[Case], str, dict[str, float], dict[str, float], int, dict[str, float], int]
               ) -> tuple[int, int]:
     """Fit on every repository but ``name``, score ``name``: (held, required)."""
-    cases, name, doc0, sec0, rounds, shape0 = fold
+    cases, name, doc0, sec0, rounds, shape0, kicks = fold
     train = [c for c in cases if c.repo != name]
     test = [c for c in cases if c.repo == name]
-    dw, sw, form = ascent(train, doc0, sec0, rounds, shape0)
+    dw, sw, form = search(train, doc0, sec0, rounds, shape0, kicks)
     _set_shape(form)
     _, h, t = evaluate(test, dw, sw)
     _set_shape(shape0)

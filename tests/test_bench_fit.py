@@ -73,3 +73,32 @@ def test_the_fit_chooses_what_the_capsule_chooses_for_each_table(tmp_path: Path)
         W.SECTION.clear(), W.SECTION.update(saved[1])
     assert any(p[0] == "CHANGELOG.md" for p in other) and other != want
     assert fitted(other_doc, other_sec) == other
+
+
+def test_the_fits_restarts_are_the_same_for_the_same_cases_and_never_lose_what_the_climb_had(
+    tmp_path: Path,
+) -> None:
+    from bench import fit
+    from gitpilot.context import weights as W
+
+    root = make_repo(tmp_path / "repo", FILES)
+    case = {"id": "retries-limit", "task": TASK,
+            "required": [{"path": "docs/retries.md", "heading": "Backoff", "level": 2}]}
+    got = fit.prepare_case(root, {"name": "example/retries"}, case)
+    # a table that quotes the change log and not the guide: the climb has to find its way back
+    doc0 = {**W.DOC, "kind:changelog": 3.0, "bm25": 0.0, "heads": 0.0}
+    sec0 = {**W.SECTION, "s_ids": 0.0}
+    shape = fit._shape()
+    try:
+        climbed = fit.ascent([got], dict(doc0), dict(sec0), 2, shape)
+        fit._set_shape(climbed[2])
+        floor = fit.evaluate([got], climbed[0], climbed[1])[0]
+        first = fit.search([got], dict(doc0), dict(sec0), 2, shape, kicks=3)
+        again = fit.search([got], dict(doc0), dict(sec0), 2, shape, kicks=3)
+        fit._set_shape(first[2])
+        kicked = fit.evaluate([got], first[0], first[1])
+    finally:
+        fit._set_shape(shape)
+    assert first == again  # a fixed seed: the same cases give the same table
+    assert kicked[0] >= floor
+    assert kicked[1] == 1  # the Backoff section is quoted with the table it ends on
