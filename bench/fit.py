@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import pickle
+import random
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -345,10 +346,7 @@ def search(cases: Sequence[Case], doc_w: dict[str, float], sec_w: dict[str, floa
     """``ascent``, then ``kicks`` times: move ``KICK_KEYS`` weights at random (a fixed seed: the
     same cases give the same table) and climb again from there, keeping what scores higher. One
     weight at a time stops where no single step helps; a kick finds the optima that need two."""
-    import random
-
-    doc_w, sec_w, form = ascent(cases, doc_w, sec_w, rounds, shape)
-    _set_shape(form)
+    doc_w, sec_w, form = ascent(cases, doc_w, sec_w, rounds, shape)  # (it leaves its shape in force)
     best = evaluate(cases, doc_w, sec_w)[0]
     frozen = thin_kinds(cases)
     keys = [(0, k) for k in doc_w if k not in frozen] + [(1, k) for k in sec_w]
@@ -359,7 +357,6 @@ def search(cases: Sequence[Case], doc_w: dict[str, float], sec_w: dict[str, floa
             value = tables[t][key] + rng.choice(STEPS)
             tables[t][key] = max(value, 0.0) if key in EVIDENCE else value
         d2, s2, f2 = ascent(cases, tables[0], tables[1], rounds, form)
-        _set_shape(f2)
         obj = evaluate(cases, d2, s2)[0]
         if obj > best + 1e-9:
             best, doc_w, sec_w, form = obj, d2, s2, f2
