@@ -487,6 +487,46 @@ def test_release_notes_do_not_crowd_out_the_page_that_explains(tmp_path: Path, l
     assert "Fixed retry backoff bug 3" not in relevant
 
 
+@pytest.mark.parametrize(
+    ("path", "headings", "kind"),
+    [
+        ("docs/releases.md", ["Releases", "Release cycle", "Supported versions", "Patching"], "userdoc"),
+        ("RELEASES.md", ["Releases", "npm packages", "Prerelease", "Stable release"], "project"),
+        ("docs/architecture/history-service.md", ["History service", "Events", "Replication"], "design"),
+        ("docs/releases.md", ["Releases", "v2.1.0", "v2.0.0"], "changelog"),
+        ("NEWS.md", ["News", "Release v2.26.0 (2025-06-01)", "Features", "Bug fixes"], "changelog"),
+        ("HISTORY.md", ["History", "Unreleased", "Fixes", "Features"], "changelog"),
+        ("CHANGES.md", [], "changelog"),  # (no headings to tell by: its name decides)
+        ("CHANGELOG.md", ["Packages", "Providers", "Integrations"], "changelog"),  # (never another thing)
+    ],
+)
+def test_a_page_named_releases_or_history_is_the_history_only_when_its_headings_name_versions(
+    path: str, headings: list[str], kind: str
+) -> None:
+    assert kind_of(path, False, headings) == kind
+
+
+def test_the_page_on_how_releases_are_cut_is_not_damped_as_release_history(tmp_path: Path) -> None:
+    """``docs/releases.md`` that says how a hotfix is released is the page a release task needs; a
+    ``NEWS.md`` of versions with the same words is release history and stays out."""
+    steps = "".join(
+        f"### {i}. {name}\n\n" + f"For a hotfix patch release, {name.lower()} on the release branch. " * 5 + "\n\n"
+        for i, name in enumerate(["Open the patch pull request", "Review and merge it", "Trigger the release"], 1)
+    )
+    releases = ("# Releases\n\n## Release cadence\n\nA stable release every week.\n\n## Patching\n\n"
+                "A hotfix goes out as a patch release.\n\n" + steps)
+    news = "# News\n\n" + "".join(
+        f"## v1.{i}.1\n\n- Hotfix patch release: fixed the release branch trigger {i}.\n\n" for i in range(30)
+    )
+    files = {"AGENTS.md": "# Guide\n\nKeep diffs small.\n", "docs/releases.md": releases, "NEWS.md": news}
+    for i in range(10):  # pages that share a word or two with the task: more than the capsule's documents
+        files[f"docs/guide-{i}.md"] = f"# Guide {i}\n\n## Stable settings {i}\n\n" + "Settings stay stable. " * 60 + "\n"
+    relevant = _relevant(_build(tmp_path, files, "Ship the crash fix to stable as a hotfix patch release"))
+    assert "open the patch pull request on the release branch" in relevant
+    assert "trigger the release on the release branch" in relevant
+    assert "fixed the release branch trigger 3." not in relevant
+
+
 # --- a document's introduction, and a short document with no room for the whole of it ------------
 
 

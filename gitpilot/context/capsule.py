@@ -176,7 +176,7 @@ def _candidates(
     kind, front matter, whether a rule file links to it, and its (cached) term counts."""
     from gitpilot.context import frontmatter
     from gitpilot.context.candidates import KeptCandidates
-    from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of
+    from gitpilot.context.doctypes import frozen_copies, is_fragment, kind_of, log_word
     from gitpilot.context.features import path_counts
     from gitpilot.context.links import linked_documents
     from gitpilot.context.select import Doc
@@ -213,7 +213,8 @@ def _candidates(
         known = []
         for p in paths:
             front = frontmatter.parse(files.lines[p])
-            kind = "archive" if p in frozen else kind_of(p, "nested" in srcs[p].roles)
+            heads = [sec.title for sec in files.maps[p].sections if sec.level] if log_word(p) else None
+            kind = "archive" if p in frozen else kind_of(p, "nested" in srcs[p].roles, heads)
             known.append((kind, front, tuple(tokens(front.text)), path_counts(p)))
         kept.put(key, known)
     docs = []

@@ -86,6 +86,11 @@ _SOURCE_DIR = re.compile(r"(^|/)(src|lib)/")
 _PROMPT_DIR = re.compile(r"(^|/)prompts?/")
 _OWN_DOC = ("readme", "agents", "claude", "contributing", "changelog")
 _LOG_NAME = re.compile(r"^(change[-_ ]?logs?|changes|history|news|release[-_ ]?notes?|releases)([-_. ]|$)")
+# Words of release history that name other things too: the page on how releases are cut
+# (``docs/releases.md``), a history service, a news feature. A file so named is the history only
+# when its headings name versions (``## 1.4.0``, ``## v2.26.0 (2025-06-01)``, ``## Unreleased``).
+_LOG_WORD = re.compile(r"^(changes|history|news|releases)([-_. ]|$)")
+_VERSION_HEADING = re.compile(r"(?<![\w.])v?\d+\.\d+(\.\d+|\.x)?(?![\w.])|\bunreleased\b|\d{4}-\d{2}-\d{2}", re.I)
 _LOG_DIR = re.compile(r"(^|/)(change[-_ ]?logs?|changes|news|release[-_ ]?notes|releases|blogs?|posts|announcements)(/|$)")
 # Directories of one fragment per change (``.changeset/``, ``changelog.d/``, ``news/``): their
 # README states how a fragment is written, which nearly every code change needs.
@@ -116,8 +121,16 @@ _REFERENCE_DIR = re.compile(r"(^|/)(reference|references|api|api-reference|gener
 _DOC_DIRS = frozenset({"docs", "doc", "documentation", "website"})
 
 
-def kind_of(path: str, nested: bool = False) -> str:
-    """The document kind of ``path`` (one of ``KINDS``); ``nested`` for an AGENTS.md/CLAUDE.md below the root."""
+def log_word(path: str) -> bool:
+    """Whether ``path``'s name is a word of release history that names other things too
+    (``history.md``, ``RELEASES.md``): its headings decide (``kind_of``)."""
+    return bool(_LOG_WORD.search(path.lower().rpartition("/")[2]))
+
+
+def kind_of(path: str, nested: bool = False, headings: Sequence[str] | None = None) -> str:
+    """The document kind of ``path`` (one of ``KINDS``); ``nested`` for an AGENTS.md/CLAUDE.md below
+    the root; ``headings``, the document's heading titles, where its name is a ``log_word``: three
+    or more headings none of which names a version are not a history."""
     if nested:
         return "nested"
     low = path.lower()
@@ -137,10 +150,13 @@ def kind_of(path: str, nested: bool = False) -> str:
         return "contrib"
     if directory == "" and _ROOT_DESIGN_NAME.search(base):
         return "design"
-    if (_LOG_NAME.search(base) and not (base.startswith("release") and _DEV_DIR.search(directory))) or _LOG_DIR.search(
-        directory
+    if _LOG_DIR.search(directory) or (
+        _LOG_NAME.search(base)
+        and not (base.startswith("release") and _DEV_DIR.search(directory))  # contributing/releases.md: a guide
+        and not (headings is not None and len(headings) >= 3 and _LOG_WORD.search(base)
+                 and not any(_VERSION_HEADING.search(h) for h in headings))
     ):
-        return "changelog"  # (contributing/releases.md says how to release: a guide, below)
+        return "changelog"
     if _DEV_NAME.search(base):
         return "contrib"
     dev, example = _DEV_DIR.search(directory), _EXAMPLE_DIR.search(directory)
