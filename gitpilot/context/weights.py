@@ -17,42 +17,42 @@ from collections.abc import Mapping
 
 # FIT: begin (written by bench/fit.py)
 DOC: dict[str, float] = {
-    "bm25": 3,
+    "bm25": 2.5,
     "heads": 1.5,
-    "path": 2,
+    "path": 1.5,
     "dir": 0.5,
-    "ids": 3,
+    "ids": 1.5,
     "linked": 0.5,
-    "area": 1,
+    "area": 1.5,
     "scoped": 0,
     "applies": 0,
-    "kind:nested": 2,
-    "kind:agent_rule": -0.5,
+    "kind:nested": 1.5,
+    "kind:agent_rule": 1,
     "kind:agent_skill": 0,
     "kind:automation": -2,
-    "kind:asset": -5.5,
-    "kind:changelog": -5.5,
+    "kind:asset": -2,
+    "kind:changelog": -4.5,
     "kind:process": 1,
-    "kind:contrib": 2.5,
+    "kind:contrib": 2,
     "kind:policy": 1.5,
-    "kind:design": 1,
+    "kind:design": 0.5,
     "kind:example": -3,
-    "kind:reference": 0,
-    "kind:root": -3.5,
-    "kind:project": 1.5,
-    "kind:userdoc": -1.5,
-    "kind:area": 1,
+    "kind:reference": -0.5,
+    "kind:root": -4,
+    "kind:project": 0.5,
+    "kind:userdoc": -1,
+    "kind:area": 0.5,
     "kind:archive": -2,
 }
 SECTION: dict[str, float] = {
-    "s_bm25": 2.5,
-    "s_head": 0.5,
-    "s_ids": 1,
-    "c_testing": 0,
-    "c_commits": 1,
+    "s_bm25": 1,
+    "s_head": 0,
+    "s_ids": 1.5,
+    "c_testing": -0.5,
+    "c_commits": 0.5,
     "c_development": 0,
-    "c_style": 0.5,
-    "c_docs": -1,
+    "c_style": 0,
+    "c_docs": 0,
 }
 # FIT: end
 
@@ -60,8 +60,8 @@ SECTION: dict[str, float] = {
 WHOLE_DOC_BYTES = 8000  # a document at most this long comes whole ...
 WHOLE_FOCUS = 0.3  # ... when at least this share of its text is in sections that match the task
 MAX_DOCS = 8  # documents an excerpt comes from, at most
-DOC_CUT = 0.4  # of the best document's score: a document below it gives nothing
-SECTION_CUT = 0.6  # of a long document's best section: its other sections within this come too
+DOC_CUT = 0  # of the best document's score: a document below it gives nothing
+SECTION_CUT = 0.5  # of a long document's best section: its other sections within this come too
 SECTIONS_PER_DOC = 4  # sections of one long document, at most
 DOC_BYTES = 24000  # bytes of one long document's sections, at most (its first section always fits)
 TESTING_SLOTS = 1  # the project's testing conventions, shown whatever the task says
