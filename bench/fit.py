@@ -65,6 +65,7 @@ class Case:
     max_section: int
     floors: tuple[float, float]  # of s_bm25 and s_head (``features.Signals``)
     sec_best: list[tuple[float, float]]  # each document's best s_bm25 and s_head, as BM25 gives them
+    named: list[int]  # the documents the task names by their paths (``select.named_first``)
 
 
 def _code_hash() -> str:
@@ -118,6 +119,7 @@ def prepare_case(root: Path, repo: Mapping[str, Any], case: Mapping[str, Any], a
         {d: list(v) for d, v in ranking.priors.items()}, required,
         state.options.max_excerpt_bytes, state.options.max_section_bytes, sigs.floors,
         [(max(s.bm25.values(), default=0.0), max(s.head.values(), default=0.0)) for s in sigs],
+        sorted(ranking.named),
     )
 
 
@@ -212,15 +214,23 @@ def covered(ranges: Sequence[tuple[int, int]], want: tuple[int, int] | None) -> 
     return cur > b
 
 
-def judge(case: Case, doc_w: Mapping[str, float], sec_w: Mapping[str, float]) -> tuple[int, float]:
-    """(required sections held, sum of reciprocal ranks of their documents) for one case."""
+def choice(case: Case, doc_w: Mapping[str, float], sec_w: Mapping[str, float]) -> tuple[list[float], Any]:
+    """The documents' scores under ``doc_w`` and what the capsule chooses with them (``Ranking``'s
+    steps: the weighted score, the named documents first, the section scores, ``choose``)."""
     from gitpilot.context.choose import choose
+    from gitpilot.context.select import named_first
     from gitpilot.context.weights import doc_score
 
     scores = [doc_score(v, doc_w) for v in case.doc_signals]
+    named_first(scores, case.named)
     secs = sections_for(case, scores, sec_w)
-    sel = choose(case.docs, scores, secs, {}, case.shown, case.budget, case.max_section,
-                 conventions=case.priors, left_out=False)
+    return scores, choose(case.docs, scores, secs, {}, case.shown, case.budget, case.max_section,
+                          conventions=case.priors, left_out=False)
+
+
+def judge(case: Case, doc_w: Mapping[str, float], sec_w: Mapping[str, float]) -> tuple[int, float]:
+    """(required sections held, sum of reciprocal ranks of their documents) for one case."""
+    scores, sel = choice(case, doc_w, sec_w)
     ranges: dict[str, list[tuple[int, int]]] = {k: list(v) for k, v in case.shown.items()}
     for p in sel.picks:
         ranges.setdefault(p.path, []).append((p.start, p.end))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import make_repo
 
 FILLER = "".join(f"## Topic {n}\n\n" + "Unrelated prose about colours and shapes. " * 40 + "\n\n" for n in range(6))
@@ -32,7 +33,6 @@ def test_the_fit_chooses_what_the_capsule_chooses_for_each_table(tmp_path: Path)
     from bench import fit
     from gitpilot.context import capsule, warm
     from gitpilot.context import weights as W
-    from gitpilot.context.choose import choose
     from gitpilot.context.select import Ranking
     from gitpilot.repo import Repo
 
@@ -48,10 +48,7 @@ def test_the_fit_chooses_what_the_capsule_chooses_for_each_table(tmp_path: Path)
     budget, most = state.options.max_excerpt_bytes, state.options.max_section_bytes
 
     def fitted(doc_w: dict[str, float], sec_w: dict[str, float]) -> list[tuple[str, int, int]]:
-        scores = [W.doc_score(v, doc_w) for v in got.doc_signals]
-        secs = fit.sections_for(got, scores, sec_w)
-        return _picks(choose(got.docs, scores, secs, {}, got.shown, budget, most, conventions=got.priors,
-                             left_out=False))
+        return _picks(fit.choice(got, doc_w, sec_w)[1])
 
     def capsule_picks() -> list[tuple[str, int, int]]:
         ranking = Ranking(prep.docs, task, prep.shown, area=prep.area.scores, area_files=prep.area.core)
@@ -102,3 +99,34 @@ def test_the_fits_restarts_are_the_same_for_the_same_cases_and_never_lose_what_t
     assert first == again  # a fixed seed: the same cases give the same table
     assert kicked[0] >= floor
     assert kicked[1] == 1  # the Backoff section is quoted with the table it ends on
+
+
+def test_the_fit_puts_a_document_the_task_names_first_as_the_capsule_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task that names a document's path has it first, above the best of the others: with a
+    document cut (``weights.DOC_CUT``) that lifts the bar for the others too, and the fit must
+    judge a table by that choice, not by the documents' own scores."""
+    from bench import fit
+    from gitpilot.context import capsule, warm
+    from gitpilot.context import weights as W
+    from gitpilot.context.select import Ranking
+    from gitpilot.repo import Repo
+
+    monkeypatch.setattr(W, "DOC_CUT", 0.6)
+    files = {**FILES, "docs/faq.md": "# FAQ\n\n## Colours\n\nThe client prints in colour.\n"}
+    task = "Add a question on retries with backoff to `docs/faq.md`: requests stop retrying at the limit"
+    root = make_repo(tmp_path / "repo", files)
+    case = {"id": "faq-retries", "task": task,
+            "required": [{"path": "docs/retries.md", "heading": "Backoff", "level": 2}]}
+    got = fit.prepare_case(root, {"name": "example/retries"}, case)
+    assert [got.docs[d].path for d in got.named] == ["docs/faq.md"]
+    r = Repo.discover(root)
+    state = warm.prepare(r, task + "\n")
+    prep = capsule.prepare(r, task + "\n", state)
+    ranking = Ranking(prep.docs, task + "\n", prep.shown, area=prep.area.scores, area_files=prep.area.core)
+    want = _picks(ranking.choose(state.options.max_excerpt_bytes, state.options.max_section_bytes))
+    assert want[0][0] == "docs/faq.md"
+    assert not any(p[0] == "docs/retries.md" for p in want)  # below the cut of the named page's score
+    assert _picks(fit.choice(got, W.DOC, W.SECTION)[1]) == want
+    assert fit.judge(got, W.DOC, W.SECTION)[0] == 0

@@ -16,7 +16,7 @@ elsewhere after a first choice).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import overload
 
@@ -55,6 +55,16 @@ def prepared(doc: Doc) -> Doc:
     return replace(doc, kind=kind, terms=terms) if (kind != doc.kind or terms is not doc.terms) else doc
 
 
+def named_first(scores: list[float], named: Collection[int]) -> None:
+    """A document the task names by its path is what the task is about: it comes first, above the
+    best of the others by one and its own score (``scores`` changed in place; ``bench/fit.py``
+    judges a weight table the same way)."""
+    if named:
+        top = max(max(scores), 0.0) + 1.0
+        for d in named:
+            scores[d] = top + max(scores[d], 0.0)
+
+
 class Ranking:
     """Every candidate scored against the task, once; ``choose`` fills the budget from it."""
 
@@ -78,12 +88,8 @@ class Ranking:
         found = signals(self.docs, self.query, self.ids, priors, area or {}, area_files)
         self.signals: Sequence[DocSignals] = found
         self.doc_scores = [W.doc_score(s.values) for s in found]
-        # A document the task names by its path is what the task is about: it comes first.
         self.named = {d for d, doc in enumerate(self.docs) if names_path(task, doc.path)}
-        if self.named:
-            top = max(max(self.doc_scores), 0.0) + 1.0
-            for d in self.named:
-                self.doc_scores[d] = top + max(self.doc_scores[d], 0.0)
+        named_first(self.doc_scores, self.named)
         # A section is chosen from a document with a positive score, or as a convention
         # (``choose``): only those documents' sections need their word signals.
         quotable = [d for d, s in enumerate(self.doc_scores) if s > 0]
