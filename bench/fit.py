@@ -31,7 +31,7 @@ import random
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +69,13 @@ class Case:
 
 
 def _code_hash() -> str:
+    """The key of the prepared cases: the code that prepares them, and what a ``Case`` holds (a
+    field added here must not be read from a copy kept before it)."""
     h = hashlib.blake2b(digest_size=16)
     for p in sorted((ROOT / "gitpilot" / "context").glob("*.py")):
         if p.name not in ("weights.py", "choose.py"):
             h.update(p.read_bytes())
+    h.update(" ".join(f.name for f in fields(Case)).encode())
     return h.hexdigest()
 
 
